@@ -1,0 +1,67 @@
+// The one interface every attention backend implements, and the registry that names them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/device_properties.hpp"
+#include "core/types.hpp"
+
+namespace attnprof {
+
+// Device pointers of one problem, layout [batch, heads, seq, head_dim] contiguous.
+struct AttentionBuffers {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;         // [batch, heads, seq_q] natural-log logsumexp; may be null
+  const float* bias = nullptr;  // [seq_q, seq_kv] additive fp32 bias when problem.has_bias
+};
+
+// Why a backend cannot run something; empty optional means it can.
+using Unsupported = std::optional<std::string>;
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+
+  // Can this backend run at all on this device and with the libraries loaded? Cheap, no allocation.
+  virtual Unsupported check_device(const DeviceProperties& device) const = 0;
+
+  // Can it run this problem? Checked before any memory is allocated for the case.
+  virtual Unsupported check_problem(const AttentionProblem& problem) const = 0;
+
+  // Host-side set-up for a problem (handles, workspace, plans). Runs inside the NVTX `plan`
+  // phase and may be called again for the next case; cache what can be reused.
+  virtual void prepare(const AttentionProblem& problem, cudaStream_t stream) = 0;
+
+  // Enqueue one forward pass on `stream`. Must not synchronize.
+  virtual void run(const AttentionProblem& problem, const AttentionBuffers& buffers,
+                   cudaStream_t stream) = 0;
+};
+
+struct BackendInfo {
+  std::string name;         // "flash", "manual:in_place"
+  std::string description;  // one line for `attnprof backends`
+  std::function<std::unique_ptr<AttentionBackend>()> make;
+};
+
+// Every backend variant this build knows, in the order a sweep runs them.
+const std::vector<BackendInfo>& backend_registry();
+const BackendInfo* find_backend(std::string_view name);
+
+// Names a user may write: every variant ("manual:in_place") and every family ("manual").
+std::vector<std::string> accepted_backend_names();
+
+// Expands families into their variants, keeping the user's order and dropping repeats.
+// Throws UsageError on an unknown name.
+std::vector<std::string> expand_backend_names(const std::vector<std::string>& names);
+
+}  // namespace attnprof

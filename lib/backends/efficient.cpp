@@ -1,0 +1,15 @@
+// PLACEHOLDER until the efficient backend lands: reports itself unavailable.
+#include "backends/factories.hpp"
+
+namespace attnprof {
+namespace {
+class Placeholder final : public AttentionBackend {
+ public:
+  Unsupported check_device(const DeviceProperties&) const override { return "not built yet"; }
+  Unsupported check_problem(const AttentionProblem&) const override { return "not built yet"; }
+  void prepare(const AttentionProblem&, cudaStream_t) override {}
+  void run(const AttentionProblem&, const AttentionBuffers&, cudaStream_t) override {}
+};
+}  // namespace
+std::unique_ptr<AttentionBackend> make_efficient_backend() { return std::make_unique<Placeholder>(); }
+}  // namespace attnprof

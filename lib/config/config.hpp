@@ -1,0 +1,86 @@
+// The run configuration: schema, parsing and validation. Validation runs before any GPU is
+// touched, reports every problem at once, and names each by its JSON pointer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/types.hpp"
+
+namespace attnprof {
+
+struct ShapeSpec {
+  AttentionShape shape;
+  bool bias = false;  // add an additive fp32 [seq_q, seq_kv] bias (backends that support it)
+};
+
+// A user's guess about what the trace will show, for one backend (variant or family) and
+// optionally narrowed to a dtype, causal setting or shape. Unset fields are not checked.
+struct Expectation {
+  std::string backend;                    // "flash", "manual", "manual:in_place"
+  std::optional<DType> dtype;
+  std::optional<bool> causal;
+  std::optional<AttentionShape> shape;
+  std::optional<double> kernels_per_iter;
+  std::optional<double> memcpy_per_iter;
+  std::optional<double> memset_per_iter;
+  std::optional<double> max_registers;
+  std::optional<double> min_theoretical_occupancy;  // percent
+  std::optional<double> max_theoretical_occupancy;  // percent
+  std::optional<std::string> launch_api;            // e.g. "cuLaunchKernelEx"
+  std::optional<std::string> pointer;               // "/expect/2", for messages
+};
+
+struct Config {
+  std::string source;  // the file name, or "<embedded default>"
+  std::string name;    // optional "name" field, shown in the summary
+  std::vector<std::string> backends;
+  std::vector<DType> dtypes;
+  std::vector<bool> causal;
+  std::vector<ShapeSpec> shapes;
+  int warmup = 3;
+  int iterations = 20;
+  bool verify = true;
+  std::uint64_t seed = 20261202;
+  std::vector<std::string> metrics;  // "occupancy", "dram", "tensor"
+  std::vector<Expectation> expect;
+  nlohmann::json document;  // the document as given, copied into trace.json for provenance
+};
+
+struct ConfigIssue {
+  std::string pointer;  // JSON pointer, "" for the whole document
+  std::string message;  // what was expected and what was found
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string source, std::vector<ConfigIssue> issues);
+  const std::string& source() const { return source_; }
+  const std::vector<ConfigIssue>& issues() const { return issues_; }
+
+ private:
+  std::string source_;
+  std::vector<ConfigIssue> issues_;
+};
+
+// The compiled-in configs/default.json.
+std::string_view embedded_default_config();
+
+// Parses and validates `text`. `source` names it in messages; `known_backends` are the names a
+// "backends" entry may use (variants and families). Throws ConfigError listing every issue.
+Config parse_config(std::string_view text, std::string_view source,
+                    const std::vector<std::string>& known_backends);
+
+// Reads and parses a file; an unreadable file is a ConfigError too.
+Config load_config_file(const std::string& path, const std::vector<std::string>& known_backends);
+
+// Levenshtein-closest candidate within a small distance, for "did you mean" hints.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace attnprof

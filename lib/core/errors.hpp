@@ -1,0 +1,36 @@
+// Error types that cross module boundaries, and the exit codes app/ maps them to.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace attnprof {
+
+// Exit codes of every sub-command (docs/usage.md lists them for users).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRegression = 1,     // `check` found a regression or a surprise
+  kExitUsage = 2,          // bad command line, bad config, unreadable input file
+  kExitPartialFailure = 3, // some cases failed or were interrupted; the rest were written
+  kExitNoGpu = 4,          // no usable GPU (or no usable CUDA driver)
+};
+
+// A failed call into CUDA, CUPTI, cuBLAS or cuDNN. The message names the call, file and line.
+class GpuCallError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// No device the run could use; carries the reason to show the user.
+class NoUsableGpuError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Bad user input that is not a config document (e.g. an unknown backend on the command line).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace attnprof

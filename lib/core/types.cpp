@@ -1,0 +1,62 @@
+#include "core/types.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace attnprof {
+
+std::string_view to_string(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return "bf16";
+    case DType::fp16: return "fp16";
+    case DType::fp32: return "fp32";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view text) {
+  if (text == "bf16") return DType::bf16;
+  if (text == "fp16") return DType::fp16;
+  if (text == "fp32") return DType::fp32;
+  return std::nullopt;
+}
+
+int dtype_bytes(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
+
+float AttentionProblem::softmax_scale() const {
+  return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(shape.head_dim));
+}
+
+double attention_flops(const AttentionProblem& problem) {
+  const AttentionShape& s = problem.shape;
+  const double flops = 4.0 * s.batch * s.heads * static_cast<double>(s.seq_q) * s.seq_kv * s.head_dim;
+  return problem.causal ? flops / 2 : flops;
+}
+
+double attention_min_bytes(const AttentionProblem& problem) {
+  const AttentionShape& s = problem.shape;
+  const double q_and_o = 2.0 * element_count_q(s);
+  const double k_and_v = 2.0 * element_count_kv(s);
+  return (q_and_o + k_and_v) * dtype_bytes(problem.dtype);
+}
+
+std::string shape_label(const AttentionShape& s) {
+  return fmt::format("{}x{}x{}x{}x{}", s.batch, s.heads, s.seq_q, s.seq_kv, s.head_dim);
+}
+
+std::string case_label(std::string_view backend, const AttentionProblem& problem) {
+  return fmt::format("{} {} {}{} {}", backend, to_string(problem.dtype),
+                     problem.causal ? "causal" : "full", problem.has_bias ? " bias" : "",
+                     shape_label(problem.shape));
+}
+
+std::int64_t element_count_q(const AttentionShape& s) {
+  return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_q * s.head_dim;
+}
+
+std::int64_t element_count_kv(const AttentionShape& s) {
+  return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_kv * s.head_dim;
+}
+
+}  // namespace attnprof
