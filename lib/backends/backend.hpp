@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,14 @@ struct AttentionBuffers {
 
 // Why a backend cannot run something; empty optional means it can.
 using Unsupported = std::optional<std::string>;
+
+// Thrown by prepare() when only building the plan shows that this problem cannot run here
+// (e.g. cuDNN finds no engine for it). The runner records the case as skipped with the
+// message and goes on; any other exception marks the case failed.
+class BackendUnsupportedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class AttentionBackend {
  public:
