@@ -1,1 +1,244 @@
-namespace attnprof { }
+#include "config/config.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "config/config_sections.hpp"
+#include "config/json_fields.hpp"
+
+namespace attnprof {
+
+using namespace config_fields;
+using config_sections::kDTypeNames;
+using config_sections::read_expectation;
+using config_sections::read_shape_spec;
+using config_sections::same_case;
+
+namespace {
+
+const std::vector<std::string> kDocumentKeys = {"name",   "backends", "dtypes",     "causal",
+                                                "shapes", "warmup",   "iterations", "verify",
+                                                "seed",   "metrics",  "expect"};
+const std::vector<std::string> kMetricNames = {"occupancy", "dram", "tensor"};
+
+constexpr IntegerRule kWarmupRule{0, 10000};
+constexpr IntegerRule kIterationsRule{1, 100000};
+constexpr IntegerRule kSeedRule{0, UINT64_MAX};
+
+// ---- malformed JSON -------------------------------------------------------------------------
+
+struct TextPosition {
+  int line = 1;
+  int column = 1;
+};
+
+bool is_utf8_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// nlohmann's byte offset is 1-based and points one past the end for "unexpected end of
+// input". Columns count characters, not bytes, as editors do.
+TextPosition position_of(std::string_view text, std::size_t byte) {
+  const std::size_t offset = std::min(byte == 0 ? 0 : byte - 1, text.size());
+  const std::string_view before = text.substr(0, offset);
+  const std::size_t last_newline = before.rfind('\n');
+  const std::string_view line_text =
+      last_newline == std::string_view::npos ? before : before.substr(last_newline + 1);
+  TextPosition position;
+  position.line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+  position.column = 1 + static_cast<int>(std::count_if(line_text.begin(), line_text.end(),
+                                                       [](char c) { return !is_utf8_continuation_byte(c); }));
+  return position;
+}
+
+// "[json.exception.parse_error.101] parse error at line 3, column 8: syntax error ..." ->
+// "syntax error ...": the position is ours (nlohmann's column can be 0 after a newline).
+std::string parse_error_reason(const json::parse_error& error) {
+  const std::string_view what = error.what();
+  const std::size_t parse_error = what.find("parse error");
+  const std::size_t colon =
+      parse_error == std::string_view::npos ? parse_error : what.find(": ", parse_error);
+  if (colon != std::string_view::npos) return std::string(what.substr(colon + 2));
+  const std::size_t bracket = what.find("] ");
+  return std::string(bracket == std::string_view::npos ? what : what.substr(bracket + 2));
+}
+
+std::optional<json> parse_json_text(std::string_view text, IssueList& issues) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    issues.add("", "the document is empty; expected a JSON object");
+    return std::nullopt;
+  }
+  try {
+    json document = json::parse(text);
+    if (!document.is_object()) {
+      issues.add("",
+                 fmt::format("expected a JSON object at the top level, found {}", describe_value(document)));
+      return std::nullopt;
+    }
+    return document;
+  } catch (const json::parse_error& error) {
+    const TextPosition position = position_of(text, error.byte);
+    ConfigIssue issue{"", "malformed JSON: " + parse_error_reason(error)};
+    issue.line = position.line;
+    issue.column = position.column;
+    issues.add(std::move(issue));
+    return std::nullopt;
+  }
+}
+
+// ---- the top level --------------------------------------------------------------------------
+
+void read_backends(const json& document, const std::vector<std::string>& known_backends, Config& config,
+                   IssueList& issues) {
+  const json* backends = find_member(document, "backends");
+  if (!backends) {
+    report_missing(issues, "/backends", "a non-empty array of backend names");
+    return;
+  }
+  const ElementReader<std::string> read_backend = [&](const json& value, const std::string& pointer) {
+    return read_choice(value, pointer, known_backends, issues);
+  };
+  config.backends =
+      read_list<std::string>(*backends, "/backends", ListRule{"backend names"}, issues, read_backend);
+}
+
+void read_dtypes(const json& document, Config& config, IssueList& issues) {
+  const json* dtypes = find_member(document, "dtypes");
+  if (!dtypes) return;  // keeps the default
+  const ElementReader<DType> read_dtype = [&](const json& value,
+                                              const std::string& pointer) -> std::optional<DType> {
+    const std::optional<std::string> name = read_choice(value, pointer, kDTypeNames, issues);
+    return name ? parse_dtype(*name) : std::nullopt;
+  };
+  config.dtypes = read_list<DType>(*dtypes, "/dtypes", ListRule{"dtype names"}, issues, read_dtype);
+}
+
+// A single boolean is accepted too: "causal": true is the natural way to ask for one setting.
+void read_causal(const json& document, Config& config, IssueList& issues) {
+  const json* causal = find_member(document, "causal");
+  if (!causal) return;
+  if (causal->is_boolean()) {
+    config.causal = {causal->get<bool>()};
+    return;
+  }
+  const ElementReader<bool> read_setting = [&](const json& value, const std::string& pointer) {
+    return read_boolean(value, pointer, issues);
+  };
+  config.causal = read_list<bool>(*causal, "/causal", ListRule{"booleans"}, issues, read_setting);
+}
+
+void read_shapes(const json& document, Config& config, IssueList& issues) {
+  const json* shapes = find_member(document, "shapes");
+  if (!shapes) {
+    report_missing(issues, "/shapes", "a non-empty array of shape objects");
+    return;
+  }
+  const ElementReader<ShapeSpec> read_shape = [&](const json& value, const std::string& pointer) {
+    return read_shape_spec(value, pointer, issues);
+  };
+  config.shapes =
+      read_list<ShapeSpec>(*shapes, "/shapes", ListRule{"shape objects"}, issues, read_shape, same_case);
+}
+
+void read_run_settings(const json& document, Config& config, IssueList& issues) {
+  if (const json* name = find_member(document, "name")) {
+    config.name = read_string(*name, "/name", Emptiness::allowed, issues).value_or("");
+  }
+  if (const json* warmup = find_member(document, "warmup")) {
+    config.warmup =
+        static_cast<int>(read_integer(*warmup, "/warmup", kWarmupRule, issues).value_or(config.warmup));
+  }
+  if (const json* iterations = find_member(document, "iterations")) {
+    const auto count = read_integer(*iterations, "/iterations", kIterationsRule, issues);
+    config.iterations = static_cast<int>(count.value_or(config.iterations));
+  }
+  if (const json* verify = find_member(document, "verify")) {
+    config.verify = read_boolean(*verify, "/verify", issues).value_or(config.verify);
+  }
+  if (const json* seed = find_member(document, "seed")) {
+    config.seed = read_integer(*seed, "/seed", kSeedRule, issues).value_or(config.seed);
+  }
+}
+
+void read_metrics(const json& document, Config& config, IssueList& issues) {
+  const json* metrics = find_member(document, "metrics");
+  if (!metrics) return;
+  const ElementReader<std::string> read_metric = [&](const json& value, const std::string& pointer) {
+    return read_choice(value, pointer, kMetricNames, issues);
+  };
+  config.metrics = read_list<std::string>(*metrics, "/metrics", ListRule{"metric names", Emptiness::allowed},
+                                          issues, read_metric);
+}
+
+void read_expectations(const json& document, const std::vector<std::string>& known_backends, Config& config,
+                       IssueList& issues) {
+  const json* expect = find_member(document, "expect");
+  if (!expect) return;
+  const ElementReader<Expectation> read_entry = [&](const json& value, const std::string& pointer) {
+    return read_expectation(value, pointer, known_backends, issues);
+  };
+  // Two identical guesses are harmless, so duplicates are not looked for here.
+  const auto never_same = [](const Expectation&, const Expectation&) { return false; };
+  config.expect =
+      read_list<Expectation>(*expect, "/expect", ListRule{"expectation objects", Emptiness::allowed}, issues,
+                             read_entry, never_same);
+}
+
+Config read_document(const json& document, const std::vector<std::string>& known_backends,
+                     IssueList& issues) {
+  Config config;
+  config.dtypes = {DType::bf16};
+  config.causal = {false};
+  reject_unknown_keys(document, "", kDocumentKeys, issues);
+  read_run_settings(document, config, issues);
+  read_backends(document, known_backends, config, issues);
+  read_dtypes(document, config, issues);
+  read_causal(document, config, issues);
+  read_shapes(document, config, issues);
+  read_metrics(document, config, issues);
+  read_expectations(document, known_backends, config, issues);
+  return config;
+}
+
+// ---- files ----------------------------------------------------------------------------------
+
+[[noreturn]] void throw_unreadable(const std::string& path, int error_number) {
+  const std::string reason = std::generic_category().message(error_number);
+  throw ConfigError(path, {ConfigIssue{"", fmt::format("cannot read \"{}\": {}", path, reason)}});
+}
+
+std::string read_whole_file(const std::string& path) {
+  errno = 0;
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw_unreadable(path, errno);
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t read = 0;
+  while ((read = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, read);
+  if (std::ferror(file.get())) throw_unreadable(path, errno);  // e.g. EISDIR: fopen accepts a directory
+  return text;
+}
+
+}  // namespace
+
+Config parse_config(std::string_view text, std::string_view source,
+                    const std::vector<std::string>& known_backends) {
+  IssueList issues;
+  std::optional<json> document = parse_json_text(text, issues);
+  if (!document) throw ConfigError(std::string(source), issues.take());
+
+  Config config = read_document(*document, known_backends, issues);
+  if (!issues.empty()) throw ConfigError(std::string(source), issues.take());
+  config.source = source;
+  config.document = std::move(*document);
+  return config;
+}
+
+Config load_config_file(const std::string& path, const std::vector<std::string>& known_backends) {
+  return parse_config(read_whole_file(path), path, known_backends);
+}
+
+}  // namespace attnprof

@@ -34,6 +34,7 @@ struct Expectation {
   std::optional<double> min_theoretical_occupancy;  // percent
   std::optional<double> max_theoretical_occupancy;  // percent
   std::optional<std::string> launch_api;            // e.g. "cuLaunchKernelEx"
+  std::optional<std::string> note;                  // the user's words on the guess, shown with a surprise
   std::optional<std::string> pointer;               // "/expect/2", for messages
 };
 
@@ -56,6 +57,9 @@ struct Config {
 struct ConfigIssue {
   std::string pointer;  // JSON pointer, "" for the whole document
   std::string message;  // what was expected and what was found
+  // Malformed JSON has no pointer yet, only a place in the text: 1-based, 0 when not known.
+  int line = 0;
+  int column = 0;
 };
 
 class ConfigError : public std::runtime_error {

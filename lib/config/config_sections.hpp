@@ -1,0 +1,35 @@
+// The parts of a config document with structure of their own: shapes and expectations.
+// config.cpp reads the top level and hands each entry here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/json_fields.hpp"
+
+namespace attnprof::config_sections {
+
+using config_fields::IssueList;
+using nlohmann::json;
+
+// The names DType parses from; messages list them in this order.
+inline const std::vector<std::string> kDTypeNames = {"bf16", "fp16", "fp32"};
+
+// One entry of "shapes": the five sizes and "bias".
+std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& pointer, IssueList& issues);
+
+// The "shape" of an expectation: the five sizes only.
+std::optional<AttentionShape> read_expected_shape(const json& value, const std::string& pointer,
+                                                  IssueList& issues);
+
+// Sweep shapes equal in every field would run, and report, the same cases twice.
+bool same_case(const ShapeSpec& a, const ShapeSpec& b);
+
+// One entry of "expect".
+std::optional<Expectation> read_expectation(const json& value, const std::string& pointer,
+                                            const std::vector<std::string>& known_backends,
+                                            IssueList& issues);
+
+}  // namespace attnprof::config_sections

@@ -1,0 +1,113 @@
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "config/config_sections.hpp"
+
+namespace attnprof::config_sections {
+
+using namespace config_fields;
+
+namespace {
+
+// Far above any real attention problem, low enough that every size fits an int and the
+// element count of q, k, v and o stays checkable in 64 bits.
+constexpr std::uint64_t kMaxHeadDim = 1024;
+constexpr std::uint64_t kMaxSequence = std::uint64_t{1} << 24;
+constexpr std::uint64_t kMaxBatchTimesHeads = INT_MAX;  // kernels index batch*heads in an int
+
+const std::vector<std::string> kShapeKeys = {"batch", "heads", "seq_q", "seq_kv", "head_dim"};
+const std::vector<std::string> kSweepShapeKeys = {"batch", "heads", "seq_q", "seq_kv", "head_dim", "bias"};
+
+std::optional<std::uint64_t> read_size(const json& object, const std::string& pointer, std::string_view key,
+                                       std::uint64_t maximum, IssueList& issues) {
+  const std::string member_pointer = child_pointer(pointer, key);
+  const json* value = find_member(object, key);
+  if (!value) {
+    report_missing(issues, member_pointer, "a positive integer");
+    return std::nullopt;
+  }
+  return read_integer(*value, member_pointer, IntegerRule{1, maximum}, issues);
+}
+
+// a * b, or nothing when the product does not fit an int64.
+std::optional<std::uint64_t> checked_product(std::uint64_t a, std::uint64_t b) {
+  constexpr std::uint64_t kLimit = INT64_MAX;
+  if (b != 0 && a > kLimit / b) return std::nullopt;
+  return a * b;
+}
+
+bool element_count_fits(const AttentionShape& shape, const std::string& pointer, IssueList& issues) {
+  const std::uint64_t batch = shape.batch, heads = shape.heads, head_dim = shape.head_dim;
+  const std::uint64_t seq = std::max(shape.seq_q, shape.seq_kv);
+  const std::uint64_t batch_times_heads = batch * heads;  // both below 2^31: no overflow
+  if (batch_times_heads > kMaxBatchTimesHeads) {
+    issues.add(pointer, fmt::format("expected batch * heads to be at most {}, found {} * {} = {}",
+                                    kMaxBatchTimesHeads, batch, heads, batch_times_heads));
+    return false;
+  }
+  const std::optional<std::uint64_t> rows = checked_product(batch_times_heads, seq);
+  const std::optional<std::uint64_t> elements = rows ? checked_product(*rows, head_dim) : std::nullopt;
+  if (!elements) {
+    const double approximate = static_cast<double>(batch_times_heads) * seq * head_dim;
+    issues.add(pointer, fmt::format("expected batch * heads * max(seq_q, seq_kv) * head_dim to fit in a "
+                                    "64-bit integer, found {} * {} * {} * {} (about {:.3g})",
+                                    batch, heads, seq, head_dim, approximate));
+    return false;
+  }
+  return true;
+}
+
+// The five sizes of `object`, which the caller has checked is an object.
+std::optional<AttentionShape> read_sizes(const json& object, const std::string& pointer, IssueList& issues) {
+  const std::size_t issues_before = issues.size();
+  const auto batch = read_size(object, pointer, "batch", kMaxBatchTimesHeads, issues);
+  const auto heads = read_size(object, pointer, "heads", kMaxBatchTimesHeads, issues);
+  const auto seq_q = read_size(object, pointer, "seq_q", kMaxSequence, issues);
+  const auto seq_kv =
+      find_member(object, "seq_kv") ? read_size(object, pointer, "seq_kv", kMaxSequence, issues) : seq_q;
+  const auto head_dim = read_size(object, pointer, "head_dim", kMaxHeadDim, issues);
+  if (issues.size() != issues_before) return std::nullopt;
+
+  AttentionShape shape;
+  shape.batch = static_cast<int>(*batch);
+  shape.heads = static_cast<int>(*heads);
+  shape.seq_q = static_cast<int>(*seq_q);
+  shape.seq_kv = static_cast<int>(*seq_kv);
+  shape.head_dim = static_cast<int>(*head_dim);
+  if (!element_count_fits(shape, pointer, issues)) return std::nullopt;
+  return shape;
+}
+
+}  // namespace
+
+std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& pointer, IssueList& issues) {
+  if (!require_object(value, pointer, "a shape object", issues)) return std::nullopt;
+  const std::size_t issues_before = issues.size();
+  reject_unknown_keys(value, pointer, kSweepShapeKeys, issues);
+  ShapeSpec spec;
+  if (const std::optional<AttentionShape> shape = read_sizes(value, pointer, issues)) spec.shape = *shape;
+  if (const json* bias = find_member(value, "bias")) {
+    if (const std::optional<bool> has_bias = read_boolean(*bias, child_pointer(pointer, "bias"), issues)) {
+      spec.bias = *has_bias;
+    }
+  }
+  if (issues.size() != issues_before) return std::nullopt;
+  return spec;
+}
+
+std::optional<AttentionShape> read_expected_shape(const json& value, const std::string& pointer,
+                                                  IssueList& issues) {
+  if (!require_object(value, pointer, "a shape object", issues)) return std::nullopt;
+  const std::size_t issues_before = issues.size();
+  reject_unknown_keys(value, pointer, kShapeKeys, issues);
+  const std::optional<AttentionShape> shape = read_sizes(value, pointer, issues);
+  if (issues.size() != issues_before) return std::nullopt;
+  return shape;
+}
+
+bool same_case(const ShapeSpec& a, const ShapeSpec& b) { return a.shape == b.shape && a.bias == b.bias; }
+
+}  // namespace attnprof::config_sections
