@@ -1,15 +1,258 @@
-// PLACEHOLDER until the cudnn backend lands: reports itself unavailable.
+// cuDNN's fused scaled-dot-product attention through the cuDNN graph (backend) C API.
+// prepare() builds (or finds in a per-shape cache) a graph, runs heuristics and finalizes an
+// execution plan: that host cost is what the `plan` phase of the trace shows. run() only binds
+// pointers and calls cudnnBackendExecute, which launches one kernel through cuLaunchKernelEx.
+#include <cudnn_graph.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backends/cudnn_graph.hpp"
+#include "backends/cudnn_info.hpp"
+#include "backends/cudnn_sdpa_graph.hpp"
 #include "backends/factories.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_memory.hpp"
 
 namespace attnprof {
 namespace {
-class Placeholder final : public AttentionBackend {
- public:
-  Unsupported check_device(const DeviceProperties&) const override { return "not built yet"; }
-  Unsupported check_problem(const AttentionProblem&) const override { return "not built yet"; }
-  void prepare(const AttentionProblem&, cudaStream_t) override {}
-  void run(const AttentionProblem&, const AttentionBuffers&, cudaStream_t) override {}
+
+// Below this the library is not cuDNN 9: no flash-attention fprop pattern on the graph API.
+constexpr std::size_t kGraphApiMinVersion = 90000;
+
+// Diagnostics, read once from the environment (cuDNN's own log: CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr):
+//   ATTNPROF_CUDNN_VERBOSE=1        print every plan build: graph, configs offered, engine chosen, plan JSON
+//   ATTNPROF_CUDNN_GRAPH=composite  use only the composite pattern graph (or =native: only the SDPA_FWD op)
+//   ATTNPROF_CUDNN_FIRST_CONFIG=N   skip heuristics' first N engine configs, to compare plans by hand
+struct Diagnostics {
+  bool verbose = false;
+  std::string graph;
+  int first_config = 0;
 };
+
+const Diagnostics& diagnostics() {
+  static const Diagnostics d = [] {
+    Diagnostics out;
+    auto env = [](const char* name) {
+      const char* value = std::getenv(name);
+      return std::string(value != nullptr ? value : "");
+    };
+    out.verbose = !env("ATTNPROF_CUDNN_VERBOSE").empty() && env("ATTNPROF_CUDNN_VERBOSE") != "0";
+    out.graph = env("ATTNPROF_CUDNN_GRAPH");
+    out.first_config = std::atoi(env("ATTNPROF_CUDNN_FIRST_CONFIG").c_str());
+    return out;
+  }();
+  return d;
+}
+
+std::vector<SdpaGraphVariant> variants_to_try(const AttentionProblem& problem, std::size_t version) {
+  std::vector<SdpaGraphVariant> variants = sdpa_graph_variants(problem, version);
+  const std::string& only = diagnostics().graph;
+  if (only == "native" || only == "composite")
+    std::erase_if(variants, [&](const SdpaGraphVariant& v) {
+      return (v.kind == SdpaGraphKind::native_op) != (only == "native");
+    });
+  return variants;
+}
+
+struct PlanKey {
+  int batch, heads, seq_q, seq_kv, head_dim;
+  DType dtype;
+  bool causal;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+PlanKey key_of(const AttentionProblem& p) {
+  const AttentionShape& s = p.shape;
+  return {s.batch, s.heads, s.seq_q, s.seq_kv, s.head_dim, p.dtype, p.causal};
+}
+
+// Everything one finalized plan needs, kept together so descriptors outlive the plan that refers to them.
+struct CudnnPlan {
+  std::string graph_name;
+  OperationGraphBuilder graph;
+  ExecutionPlan execution;
+  DeviceBuffer workspace;
+  std::vector<std::int64_t> uids;
+  // By-value scalars: the variant pack points at these host floats.
+  float scale = 0.f;
+  float negative_infinity = -std::numeric_limits<float>::infinity();
+  // The variant pack of the last pointers run() saw (a sweep reuses one buffer set per case).
+  BackendDescriptor variant_pack;
+  AttentionBuffers bound{};
+
+  void abandon() {
+    graph.abandon();
+    execution.abandon();
+    variant_pack.abandon();
+  }
+};
+
+bool same_pointers(const AttentionBuffers& a, const AttentionBuffers& b) {
+  return a.q == b.q && a.k == b.k && a.v == b.v && a.o == b.o;
+}
+
+class CudnnBackend final : public AttentionBackend {
+ public:
+  ~CudnnBackend() override {
+    // At process exit the CUDA runtime may already be gone; destroying plans and the handle then
+    // can crash inside the driver, so leave them to the OS (PyTorch leaks its handles for the same reason).
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaErrorCudartUnloading) {
+      for (auto& [key, plan] : plans_) plan->abandon();
+      if (handle_) handle_->abandon();
+    }
+  }
+
+  Unsupported check_device(const DeviceProperties& device) const override {
+    if (device.compute_major < 8)
+      return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", device.name,
+                         device.compute_major, device.compute_minor);
+    const std::size_t version = cudnn_runtime_version_number();
+    if (version < kGraphApiMinVersion)
+      return fmt::format(
+          "the loaded cuDNN is {}; this backend needs cuDNN 9: older graph APIs have neither the fused "
+          "flash-attention fprop pattern for arbitrary sequence lengths nor the SDPA_FWD operation",
+          format_cudnn_version(version));
+    return std::nullopt;
+  }
+
+  Unsupported check_problem(const AttentionProblem& problem) const override {
+    if (problem.dtype == DType::fp32)
+      return std::string("fp32 is not supported: cuDNN's fused attention takes fp16/bf16 Q, K, V, O only");
+    if (problem.has_bias) return std::string("bias not wired for cudnn");
+    const int d = problem.shape.head_dim;
+    if (d % 8 != 0)
+      return fmt::format("head_dim {} is not a multiple of 8 (cuDNN fused attention needs d % 8 == 0)", d);
+    if (d > 256) return fmt::format("head_dim {} is above 256, the largest cuDNN fused attention supports", d);
+    return std::nullopt;
+  }
+
+  void prepare(const AttentionProblem& problem, cudaStream_t stream) override {
+    if (!handle_) handle_ = std::make_unique<CudnnHandle>();
+    bind_stream(stream);
+    const PlanKey key = key_of(problem);
+    if (plans_.find(key) != plans_.end()) return;
+    plans_.emplace(key, build_plan(problem));
+  }
+
+  void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
+    auto it = plans_.find(key_of(problem));
+    if (it == plans_.end()) {
+      prepare(problem, stream);
+      it = plans_.find(key_of(problem));
+    }
+    CudnnPlan& plan = *it->second;
+    bind_stream(stream);
+    plan.scale = problem.softmax_scale();
+    if (plan.variant_pack.get() == nullptr || !same_pointers(plan.bound, buffers)) {
+      std::vector<void*> pointers = {const_cast<void*>(buffers.q), const_cast<void*>(buffers.k),
+                                     const_cast<void*>(buffers.v), buffers.o, &plan.scale};
+      if (plan.uids.size() > pointers.size()) pointers.push_back(&plan.negative_infinity);
+      plan.variant_pack = make_variant_pack(plan.uids, pointers, plan.workspace.get());
+      plan.bound = buffers;
+    }
+    CUDNN_CHECK(cudnnBackendExecute(handle_->get(), plan.execution.plan.get(), plan.variant_pack.get()));
+  }
+
+ private:
+  void bind_stream(cudaStream_t stream) {
+    if (stream_bound_ && stream == bound_stream_) return;
+    CUDNN_CHECK(cudnnSetStream(handle_->get(), stream));
+    bound_stream_ = stream;
+    stream_bound_ = true;
+  }
+
+  std::unique_ptr<CudnnPlan> build_plan(const AttentionProblem& problem) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t version = cudnn_runtime_version_number();
+    const std::string label = case_label("cudnn", problem);
+    note_missing_native_op_once(version);
+
+    std::string tried;
+    bool malformed = false;  // BAD_PARAM while describing the composite graph: our mistake, not the library's
+    const std::vector<SdpaGraphVariant> variants = variants_to_try(problem, version);
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      const SdpaGraphVariant& variant = variants[i];
+      auto plan = std::make_unique<CudnnPlan>();
+      plan->graph_name = describe(variant, problem.causal);
+      try {
+        add_sdpa_forward(plan->graph, problem, variant);
+        plan->graph.build(handle_->get());
+        PlanSearchOptions search;
+        search.first_config = diagnostics().first_config;
+        plan->execution = find_execution_plan(handle_->get(), plan->graph.graph(), search);
+      } catch (const CudnnCallError& e) {
+        tried += fmt::format("- {}: {}\n", plan->graph_name, e.what());
+        malformed = malformed || (e.is_bad_param() && variant.kind == SdpaGraphKind::composite);
+        continue;
+      }
+      if (plan->execution.plan.get() == nullptr) {
+        tried += fmt::format("- {}: none of the {} engine config(s) heuristics offered finalized [{}]\n{}",
+                             plan->graph_name, plan->execution.configs_offered, plan->execution.offered,
+                             plan->execution.rejections);
+        continue;
+      }
+      plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
+      plan->uids = sdpa_bound_uids(problem, variant);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (i > 0)
+        std::fprintf(stderr, "attnprof: cudnn %s: using the %s; tried before:\n%s", label.c_str(),
+                     plan->graph_name.c_str(), tried.c_str());
+      if (diagnostics().verbose) log_plan(label, *plan, ms);
+      return plan;
+    }
+
+    if (variants.empty())
+      tried = fmt::format("- none: ATTNPROF_CUDNN_GRAPH={} excludes every graph\n", diagnostics().graph);
+    const std::string message = fmt::format(
+        "cuDNN {} built no execution plan for {} (graphs tried, best first):\n{}"
+        "(CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr shows why heuristics dropped candidates)",
+        cudnn_runtime_description(), label, tried);
+    if (malformed) throw GpuCallError(message);
+    throw BackendUnsupportedError(message);
+  }
+
+  static void log_plan(const std::string& label, const CudnnPlan& plan, double ms) {
+    const ExecutionPlan& e = plan.execution;
+    std::fprintf(stderr,
+                 "attnprof: cudnn %s: %s (%zu ops), %s = config #%d of %d offered, workspace %lld B, "
+                 "built in %.1f ms on cuDNN %s\n  offered: %s\n",
+                 label.c_str(), plan.graph_name.c_str(), plan.graph.operation_count(), e.engine_config.c_str(),
+                 e.config_position, e.configs_offered, static_cast<long long>(e.workspace_bytes), ms,
+                 cudnn_runtime_description().c_str(), e.offered.c_str());
+    if (!e.rejections.empty()) std::fprintf(stderr, "  passed over:\n%s", e.rejections.c_str());
+    const std::string json = execution_plan_json(e.plan.get());
+    if (!json.empty()) std::fprintf(stderr, "  plan: %s\n", json.c_str());
+  }
+
+  static void note_missing_native_op_once(std::size_t version) {
+    static bool noted = false;
+    if (noted || version >= kNativeSdpaMinVersion) return;
+    noted = true;
+    std::fprintf(stderr,
+                 "attnprof: cudnn: the loaded cuDNN %s predates 9.13.1 and has no SDPA_FWD operation; "
+                 "non-causal cases use the composite pattern graph too\n",
+                 format_cudnn_version(version).c_str());
+  }
+
+  std::unique_ptr<CudnnHandle> handle_;  // declared first: destroyed after every plan made with it
+  std::map<PlanKey, std::unique_ptr<CudnnPlan>> plans_;
+  cudaStream_t bound_stream_ = nullptr;
+  bool stream_bound_ = false;
+};
+
 }  // namespace
-std::unique_ptr<AttentionBackend> make_cudnn_backend() { return std::make_unique<Placeholder>(); }
+
+std::unique_ptr<AttentionBackend> make_cudnn_backend() { return std::make_unique<CudnnBackend>(); }
+
 }  // namespace attnprof
