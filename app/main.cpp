@@ -1,1 +1,137 @@
-int main() { return 0; }
+// attnprof: the command line. Parses arguments, calls the library, maps errors to exit codes.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "app/commands.hpp"
+#include "core/errors.hpp"
+#include "core/version.hpp"
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+  // A second Ctrl-C ends the process at once.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace attnprof;
+  CLI::App app{"attnprof: what an attention backend really does on the GPU.\n"
+               "Runs each backend over configured shapes while CUPTI records every kernel, memcpy and memset,\n"
+               "then writes a Chrome trace (open it in ui.perfetto.dev) and a summary table.\n"
+               "Guess first (the config's \"expect\" list), then open the trace."};
+  app.set_version_flag("--version", std::string("attnprof ") + kToolVersion);
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 ok, 1 check found a regression or surprise, 2 usage or config error,\n"
+      "            3 some cases failed (the others ran and were written), 4 no usable GPU.");
+
+  RunCommand run;
+  CLI::App* run_cmd = app.add_subcommand("run", "run the backends over the config's cases and write trace.json + summary.json");
+  run_cmd->add_option("--config,-c", run.config_path, "config file (default: the embedded configs/default.json)")
+      ->check(CLI::ExistingFile);
+  run_cmd->add_option("--out,-o", run.out_dir, "output directory (default: traces/<config>-<UTC time>)");
+  run_cmd->add_option("--backends,-b", run.backends, "backends to run instead of the config's (e.g. flash,manual:in_place)")
+      ->delimiter(',');
+  run_cmd->add_option("--format,-f", run.format, "summary format on stdout: table, md, csv or json")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  run_cmd->add_option("--metrics", run.metrics,
+                      "measure per kernel with CUPTI's range profiler (kernel replay, outside the timed iterations): "
+                      "occupancy, dram, tensor")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"occupancy", "dram", "tensor"}));
+  run_cmd->add_option("--device", run.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--iterations", run.iterations, "timed iterations per case (overrides the config)")
+      ->check(CLI::Range(1, 100000));
+  run_cmd->add_option("--warmup", run.warmup, "warm-up iterations per case (overrides the config)")
+      ->check(CLI::Range(0, 10000));
+  run_cmd->add_flag("--dry-run", run.dry_run, "validate the config and list the cases; touch no GPU");
+  run_cmd->add_flag("--quiet,-q", run.quiet, "no progress lines on stderr");
+  run_cmd->add_option("--cupti-buffer-size", run.buffer_bytes,
+                      "bytes per CUPTI activity buffer (tiny values force drops, for testing)")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  run_cmd->add_option("--cupti-max-buffers", run.max_buffers, "CUPTI buffers in flight before records are dropped")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+
+  CLI::App* devices_cmd = app.add_subcommand("devices", "list GPUs, driver, CUDA, CUPTI and cuDNN versions");
+  BackendsCommand backends;
+  CLI::App* backends_cmd = app.add_subcommand("backends", "what each backend runs on this GPU, and why not");
+  backends_cmd->add_option("--device", backends.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+
+  CheckCommand check;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check", "compare a summary.json with a baseline summary; exit 1 on a regression (for CI)");
+  check_cmd->add_option("--baseline", check.baseline_path, "the baseline summary.json")->required()->check(CLI::ExistingFile);
+  check_cmd->add_option("summary", check.summary_path, "the summary.json to judge")->required();
+  check_cmd->add_option("--junit", check.junit_path, "also write JUnit XML here");
+  check_cmd->add_option("--time-tolerance", check.time_tolerance_percent,
+                        "also fail when a case's median time grows by more than this percent")
+      ->check(CLI::Range(0.0, 1e6));
+  check_cmd->add_flag("--expectations", check.expectations, "also fail on surprises (guesses the trace contradicts)");
+  check_cmd->add_flag("--update", check.update, "rewrite the baseline with the summary (atomically) and exit 0");
+  check_cmd->add_option("--format,-f", check.format, "report format: table, md or json")
+      ->check(CLI::IsMember({"table", "md", "json"}));
+
+  ReportCommand report;
+  CLI::App* report_cmd = app.add_subcommand("report", "rebuild the summary from a saved trace (attnprof's or Kineto's)");
+  report_cmd->add_option("trace", report.trace_path, "trace.json")->required();
+  report_cmd->add_option("--format,-f", report.format, "table, md, csv or json")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  report_cmd->add_option("--out,-o", report.summary_out, "also write the rebuilt summary.json here");
+
+  ProfileCommand profile;
+  CLI::App* profile_cmd = app.add_subcommand("profile", "profile any CUDA program (PyTorch included) through CUPTI injection");
+  profile_cmd->add_option("--out,-o", profile.out_dir, "output directory (default: traces/profile-<UTC time>)");
+  profile_cmd->add_option("--format,-f", profile.format, "table, md, csv or json")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  profile_cmd->add_option("command", profile.command, "the program and its arguments, after --")->required();
+  profile_cmd->prefix_command();
+
+  MergeCommand merge;
+  CLI::App* merge_cmd = app.add_subcommand("merge", "merge per-rank traces into one trace with a track per rank");
+  merge_cmd->add_option("inputs", merge.inputs, "trace files or directories holding them")->required();
+  merge_cmd->add_option("--out,-o", merge.out_path, "merged trace path")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  try {
+    if (*run_cmd) return run_command(run, &g_interrupted);
+    if (*devices_cmd) return devices_command();
+    if (*backends_cmd) return backends_command(backends);
+    if (*check_cmd) return check_command(check);
+    if (*report_cmd) return report_command(report);
+    if (*profile_cmd) return profile_command(profile);
+    if (*merge_cmd) return merge_command(merge);
+  } catch (const NoUsableGpuError& e) {
+    std::cerr << "attnprof: " << e.what() << "\n";
+    return kExitNoGpu;
+  } catch (const UsageError& e) {
+    std::cerr << "attnprof: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "attnprof: " << e.what() << "\n";
+    return kExitPartialFailure;
+  }
+  return kExitUsage;
+}

@@ -1,15 +1,167 @@
-// PLACEHOLDER until the math backend lands: reports itself unavailable.
+// `math`: attention built the way PyTorch's math SDPA builds it (aten/.../attention.cpp,
+// _scaled_dot_product_attention_math), one kernel per eager op: fp32 upcast of q/k/v, both
+// scaled by sqrt(scale), the causal mask rebuilt every call (ones -> tril -> where(0, -inf) ->
+// add_), fp32 FFMA GEMMs, _safe_softmax (softmax, isneginf, all, where), the attention
+// weights downcast (returned by PyTorch, unused) and the output downcast.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "backends/cublas_gemm.hpp"
 #include "backends/factories.hpp"
+#include "elementwise/elementwise.hpp"
+#include "gpu/device_memory.hpp"
 
 namespace attnprof {
 namespace {
-class Placeholder final : public AttentionBackend {
+
+namespace k = kernels;
+
+// Score-sized fp32 tensors the eager code materialises: attn, softmax, where output.
+constexpr int kScoreTensorsFp32 = 3;
+
+double workspace_bytes(const AttentionProblem& p) {
+  const AttentionShape& s = p.shape;
+  const double scores = static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv;
+  const double mask = static_cast<double>(s.seq_q) * s.seq_kv;
+  return scores * (4.0 * kScoreTensorsFp32 + 1.0 /*isneginf*/ + dtype_bytes(p.dtype) /*weights*/) +
+         mask * (2.0 + 4.0) + 4.0 * (3.0 * element_count_kv(s) + 3.0 * element_count_q(s));
+}
+
+class MathBackend final : public AttentionBackend {
  public:
-  Unsupported check_device(const DeviceProperties&) const override { return "not built yet"; }
-  Unsupported check_problem(const AttentionProblem&) const override { return "not built yet"; }
-  void prepare(const AttentionProblem&, cudaStream_t) override {}
-  void run(const AttentionProblem&, const AttentionBuffers&, cudaStream_t) override {}
+  Unsupported check_device(const DeviceProperties& device) const override {
+    device_memory_ = device.total_global_mem;
+    return std::nullopt;
+  }
+
+  Unsupported check_problem(const AttentionProblem& p) const override {
+    const double need = workspace_bytes(p);
+    if (device_memory_ > 0 && need > 0.75 * static_cast<double>(device_memory_))
+      return fmt::format("math materialises every score matrix in fp32: {:.1f} GiB of workspace, more than 75% of "
+                         "the device's {:.1f} GiB",
+                         need / (1 << 30), static_cast<double>(device_memory_) / (1 << 30));
+    return std::nullopt;
+  }
+
+  void prepare(const AttentionProblem& p, cudaStream_t) override {
+    if (!cublas_) cublas_ = std::make_unique<CublasHandle>();
+    const AttentionShape& s = p.shape;
+    const std::size_t q = static_cast<std::size_t>(element_count_q(s)) * 4;
+    const std::size_t kv = static_cast<std::size_t>(element_count_kv(s)) * 4;
+    const std::size_t scores = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.seq_kv;
+    const std::size_t mask = static_cast<std::size_t>(s.seq_q) * s.seq_kv;
+    q32_.reserve(q);
+    k32_.reserve(kv);
+    v32_.reserve(kv);
+    q_scaled_.reserve(q);
+    k_scaled_.reserve(kv);
+    out32_.reserve(q);
+    attn_.reserve(scores * 4);
+    softmax_.reserve(scores * 4);
+    probs_.reserve(scores * 4);
+    is_neginf_.reserve(scores);
+    rows_all_neginf_.reserve(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q);
+    weights_.reserve(scores * dtype_bytes(p.dtype));
+    ones_.reserve(mask);
+    tril_.reserve(mask);
+    mask_float_.reserve(mask * 4);
+    scalars_.reserve(3 * sizeof(float));
+  }
+
+  void run(const AttentionProblem& p, const AttentionBuffers& io, cudaStream_t stream) override {
+    const AttentionShape& s = p.shape;
+    const std::int64_t nq = element_count_q(s), nkv = element_count_kv(s);
+    const std::int64_t rows = static_cast<std::int64_t>(s.batch) * s.heads * s.seq_q;
+    const std::int64_t mask_elems = static_cast<std::int64_t>(s.seq_q) * s.seq_kv;
+    const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
+    const bool upcast = p.dtype != DType::fp32;
+
+    // q, k, v .to(float)
+    const void* q = io.q;
+    const void* kk = io.k;
+    const void* v = io.v;
+    if (upcast) {
+      k::convert(io.q, p.dtype, q32_.get(), DType::fp32, nq, stream);
+      k::convert(io.k, p.dtype, k32_.get(), DType::fp32, nkv, stream);
+      k::convert(io.v, p.dtype, v32_.get(), DType::fp32, nkv, stream);
+      q = q32_.get();
+      kk = k32_.get();
+      v = v32_.get();
+    }
+    // scaling_factor = sqrt(scale): q * sf and k * sf
+    const float sf = std::sqrt(p.softmax_scale());
+    k::scale(q, q_scaled_.get(), DType::fp32, sf, nq, stream);
+    k::scale(kk, k_scaled_.get(), DType::fp32, sf, nkv, stream);
+
+    float* zero = scalars_.as<float>();
+    float* neg_inf = zero + 1;
+    float* softmax_zero = zero + 2;
+    if (p.causal) {
+      // at::ones({L, S}, bool).tril(), then convert_boolean_attn_mask: where(mask, 0, -inf)
+      k::fill_bool(ones_.as<bool>(), true, mask_elems, stream);
+      k::tril(ones_.as<bool>(), tril_.as<bool>(), s.seq_q, s.seq_kv, stream);
+      k::fill_float(zero, 0.f, 1, stream);
+      k::fill_float(neg_inf, -INFINITY, 1, stream);
+      k::where_scalars(tril_.as<bool>(), zero, neg_inf, mask_float_.as<float>(), mask_elems, stream);
+    }
+
+    BatchedGemm scores;
+    scores.type = DType::fp32;
+    scores.transposed_b = true;
+    scores.m = s.seq_q;
+    scores.n = s.seq_kv;
+    scores.k = s.head_dim;
+    scores.a = q_scaled_.get();
+    scores.stride_a = static_cast<long long>(s.seq_q) * s.head_dim;
+    scores.b = k_scaled_.get();
+    scores.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
+    scores.c = attn_.get();
+    scores.stride_c = mask_elems;
+    scores.batch = static_cast<int>(matrices);
+    run_batched_gemm(cublas_->get(), stream, scores);
+
+    if (p.causal) k::add_broadcast(attn_.as<float>(), mask_float_.as<float>(), mask_elems, matrices, stream);
+    if (p.has_bias && io.bias != nullptr) k::add_broadcast(attn_.as<float>(), io.bias, mask_elems, matrices, stream);
+
+    // _safe_softmax: softmax, then zero the rows that were all -inf
+    k::softmax_rows(attn_.get(), softmax_.get(), DType::fp32, rows, s.seq_kv, stream);
+    k::isneginf(attn_.as<float>(), is_neginf_.as<bool>(), rows * s.seq_kv, stream);
+    k::all_rows(is_neginf_.as<bool>(), rows_all_neginf_.as<bool>(), rows, s.seq_kv, stream);
+    k::fill_float(softmax_zero, 0.f, 1, stream);
+    k::where_rows(rows_all_neginf_.as<bool>(), softmax_zero, softmax_.as<float>(), probs_.as<float>(), rows, s.seq_kv,
+                  stream);
+    // PyTorch returns attn.to(dtype) too, although SDPA drops it: the copy is still made.
+    if (upcast) k::convert(probs_.get(), DType::fp32, weights_.get(), p.dtype, rows * s.seq_kv, stream);
+
+    BatchedGemm out;
+    out.type = DType::fp32;
+    out.transposed_b = false;
+    out.m = s.seq_q;
+    out.n = s.head_dim;
+    out.k = s.seq_kv;
+    out.a = probs_.get();
+    out.stride_a = mask_elems;
+    out.b = v;
+    out.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
+    out.c = upcast ? out32_.get() : io.o;
+    out.stride_c = static_cast<long long>(s.seq_q) * s.head_dim;
+    out.batch = static_cast<int>(matrices);
+    run_batched_gemm(cublas_->get(), stream, out);
+    if (upcast) k::convert(out32_.get(), DType::fp32, io.o, p.dtype, nq, stream);
+    CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  mutable std::int64_t device_memory_ = 0;
+  std::unique_ptr<CublasHandle> cublas_;
+  DeviceBuffer q32_, k32_, v32_, q_scaled_, k_scaled_, out32_;
+  DeviceBuffer attn_, softmax_, probs_, is_neginf_, rows_all_neginf_, weights_;
+  DeviceBuffer ones_, tril_, mask_float_, scalars_;
 };
+
 }  // namespace
-std::unique_ptr<AttentionBackend> make_math_backend() { return std::make_unique<Placeholder>(); }
+
+std::unique_ptr<AttentionBackend> make_math_backend() { return std::make_unique<MathBackend>(); }
+
 }  // namespace attnprof

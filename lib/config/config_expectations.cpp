@@ -106,7 +106,7 @@ std::optional<Expectation> read_expectation(const json& value, const std::string
   read_scope(value, pointer, known_backends, expectation, issues);
   read_checks(value, pointer, expectation, issues);
   if (const json* note = find_member(value, "note")) {
-    read_string(*note, child_pointer(pointer, "note"), Emptiness::allowed, issues);
+    expectation.note = read_string(*note, child_pointer(pointer, "note"), Emptiness::allowed, issues);
   }
   require_some_check(value, pointer, issues);
   require_ordered_occupancy_bounds(expectation, pointer, issues);

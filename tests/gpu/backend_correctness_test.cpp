@@ -85,7 +85,12 @@ TEST_P(BackendCorrectness, MatchesFloat64Reference) {
   const HostInputs inputs = make_host_inputs(c.problem, seed);
   DeviceCase device_case(inputs);
   CudaStream stream;
-  const Verification v = run_and_verify(backend, inputs, device_case, stream.get());
+  Verification v;
+  try {
+    v = run_and_verify(backend, inputs, device_case, stream.get());
+  } catch (const BackendUnsupportedError& e) {
+    GTEST_SKIP() << "the plan build rejected it: " << e.what();
+  }
   RecordProperty("relative_error", fmt::format("{:.3e}", v.relative_error));
   EXPECT_TRUE(v.passed) << case_label(c.backend, c.problem) << " seed " << seed << ": " << v.detail;
   EXPECT_EQ(v.non_finite, 0);

@@ -1,0 +1,170 @@
+#include "app/commands.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "backends/backend.hpp"
+#include "backends/cudnn_info.hpp"
+#include "collector/activity_collector.hpp"
+#include "config/config.hpp"
+#include "core/errors.hpp"
+#include "gpu/device_info.hpp"
+#include "runner/runner.hpp"
+#include "summary/render.hpp"
+
+namespace attnprof {
+namespace {
+
+constexpr const char* kEmbeddedSource = "<embedded configs/default.json>";
+
+std::string utc_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &tm);
+  return text;
+}
+
+Config load_run_config(const RunCommand& o) {
+  const std::vector<std::string> known = accepted_backend_names();
+  Config config = o.config_path.empty() ? parse_config(embedded_default_config(), kEmbeddedSource, known)
+                                        : load_config_file(o.config_path, known);
+  if (o.iterations) config.iterations = *o.iterations;
+  if (o.warmup) config.warmup = *o.warmup;
+  if (!o.metrics.empty()) config.metrics = o.metrics;
+  return config;
+}
+
+OutputFormat format_of(const std::string& text) {
+  const auto format = parse_output_format(text);
+  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", text));
+  return *format;
+}
+
+}  // namespace
+
+int run_command(const RunCommand& o, const std::atomic<bool>* interrupted) {
+  Config config;
+  try {
+    config = load_run_config(o);
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitUsage;
+  }
+  const std::vector<std::string> backends = expand_backend_names(o.backends.empty() ? config.backends : o.backends);
+  const OutputFormat format = format_of(o.format);
+
+  if (o.dry_run) {
+    const std::vector<PlannedCase> cases = plan_cases(config, backends);
+    std::cout << fmt::format("{}: valid; {} cases, {} warm-up + {} timed iterations each\n", config.source,
+                             cases.size(), config.warmup, config.iterations);
+    for (const PlannedCase& c : cases) std::cout << "  " << c.label << "\n";
+    return kExitOk;
+  }
+
+  RunOptions options;
+  options.config = config;
+  options.backends = backends;
+  const std::string stem =
+      o.config_path.empty() ? "default" : std::filesystem::path(o.config_path).stem().string();
+  options.out_dir = o.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("{}-{}", stem, utc_stamp())
+                                      : std::filesystem::path(o.out_dir);
+  options.device = o.device;
+  options.collector.buffer_bytes = o.buffer_bytes;
+  options.collector.max_buffers = o.max_buffers;
+  options.metrics = config.metrics;
+  options.progress = o.quiet ? nullptr : stderr;
+  options.interrupted = interrupted;
+
+  const RunOutcome outcome = run_sweep(options);
+  std::cout << render_summary(outcome.summary, format);
+  std::cerr << fmt::format("wrote {} (open in ui.perfetto.dev) and {}\n", outcome.trace_path.string(),
+                           outcome.summary_path.string());
+  return outcome.exit_code;
+}
+
+int devices_command() {
+  const int count = require_devices();
+  const SoftwareVersions v = query_software_versions();
+  std::cout << fmt::format("driver {} (CUDA {}), CUDA runtime {}, CUPTI API {}, cuDNN {}\n",
+                           v.driver_text.empty() ? "?" : v.driver_text, cuda_version_text(v.driver),
+                           cuda_version_text(v.runtime), ActivityCollector::cupti_version_text(),
+                           cudnn_runtime_description());
+  for (int d = 0; d < count; ++d) {
+    const DeviceProperties p = query_device_properties(d);
+    std::cout << fmt::format(
+        "GPU {}: {} (sm_{}{}), {} SMs, {:.1f} GiB, L2 {:.0f} MiB, {} regs/SM, {} KiB shared/SM ({} KiB opt-in per "
+        "block), max {} threads/SM\n",
+        d, p.name, p.compute_major, p.compute_minor, p.sm_count, static_cast<double>(p.total_global_mem) / (1 << 30),
+        static_cast<double>(p.l2_cache_bytes) / (1 << 20), p.regs_per_sm, p.shared_mem_per_sm / 1024,
+        p.shared_mem_per_block_optin / 1024, p.max_threads_per_sm);
+  }
+  return kExitOk;
+}
+
+int backends_command(const BackendsCommand& o) {
+  std::optional<DeviceProperties> device;
+  std::string no_device_reason;
+  try {
+    require_devices();
+    device = query_device_properties(o.device);
+    std::cout << fmt::format("GPU {}: {} (sm_{}{}), cuDNN {}\n\n", o.device, device->name, device->compute_major,
+                             device->compute_minor, cudnn_runtime_description());
+  } catch (const NoUsableGpuError& e) {
+    no_device_reason = e.what();
+    std::cout << "no GPU here (" << no_device_reason << "): device checks skipped, problem support shown\n\n";
+  }
+  const std::vector<int> head_dims = {32, 40, 64, 80, 96, 128, 160, 192, 256};
+  for (const BackendInfo& info : backend_registry()) {
+    const auto backend = info.make();
+    std::string status = "runs here";
+    if (device) {
+      if (auto why = backend->check_device(*device)) status = "cannot run here: " + *why;
+    } else {
+      status = "not checked (no GPU)";
+    }
+    std::cout << fmt::format("{:<20} {}\n{:<20} {}\n", info.name, info.description, "", status);
+    std::set<std::string> dtypes, dims, reasons;
+    bool causal = false, bias = false;
+    for (DType dtype : {DType::bf16, DType::fp16, DType::fp32})
+      for (int d : head_dims)
+        for (bool is_causal : {false, true})
+          for (bool has_bias : {false, true}) {
+            AttentionProblem p;
+            p.shape = {1, 1, 128, 128, d};
+            p.dtype = dtype;
+            p.causal = is_causal;
+            p.has_bias = has_bias;
+            if (auto why = backend->check_problem(p)) {
+              reasons.insert(*why);
+              continue;
+            }
+            dtypes.insert(std::string(to_string(dtype)));
+            dims.insert(fmt::format("{:03}", d));
+            causal = causal || is_causal;
+            bias = bias || has_bias;
+          }
+    std::string dim_list;
+    for (const std::string& d : dims) dim_list += (dim_list.empty() ? "" : " ") + std::to_string(std::stoi(d));
+    std::cout << fmt::format("{:<20} dtypes: {}; head dims (of those probed): {}; causal: {}; bias: {}\n", "",
+                             dtypes.empty() ? "none" : fmt::format("{}", fmt::join(dtypes, " ")),
+                             dim_list.empty() ? "none" : dim_list, causal ? "yes" : "no", bias ? "yes" : "no");
+    for (const std::string& why : reasons) std::cout << fmt::format("{:<20} rejects: {}\n", "", why);
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+int check_command(const CheckCommand&) { throw UsageError("check: not in this build yet"); }
+int report_command(const ReportCommand&) { throw UsageError("report: not in this build yet"); }
+int profile_command(const ProfileCommand&) { throw UsageError("profile: not in this build yet"); }
+int merge_command(const MergeCommand&) { throw UsageError("merge: not in this build yet"); }
+
+}  // namespace attnprof

@@ -1,0 +1,345 @@
+#include "runner/runner.hpp"
+
+#include <cupti.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "backends/backend.hpp"
+#include "backends/cudnn_info.hpp"
+#include "check/expectations.hpp"
+#include "collector/nvtx_range.hpp"
+#include "core/errors.hpp"
+#include "core/version.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_info.hpp"
+#include "runner/device_case.hpp"
+#include "summary/findings.hpp"
+#include "trace/chrome_trace_writer.hpp"
+#include "trace/projection.hpp"
+
+namespace attnprof {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Tags the CUDA calls of one step of the sweep; popped on every exit path.
+class ScopedTag {
+ public:
+  ScopedTag(ActivityCollector& collector, trace::SweepTag tag) : collector_(collector) { collector_.push_tag(tag); }
+  ~ScopedTag() {
+    try {
+      collector_.pop_tag();
+    } catch (...) {
+      // Popping can only fail if CUPTI is gone; the next push reports it.
+    }
+  }
+  ScopedTag(const ScopedTag&) = delete;
+  ScopedTag& operator=(const ScopedTag&) = delete;
+
+ private:
+  ActivityCollector& collector_;
+};
+
+// Inputs must not change when cases are added or reordered: seed from the case's name.
+std::uint64_t case_seed(std::uint64_t seed, const std::string& label) {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : label) hash = (hash ^ ch) * 1099511628211ull;
+  return seed ^ hash;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+bool interrupted(const RunOptions& o) { return o.interrupted != nullptr && o.interrupted->load(); }
+
+// After an error, is the CUDA context still usable? Sticky errors (illegal address, launch
+// failure) poison every later call; then the rest of the sweep cannot run.
+std::optional<std::string> context_error() {
+  cudaError_t status = cudaDeviceSynchronize();
+  if (status == cudaSuccess) {
+    void* probe = nullptr;
+    status = cudaMalloc(&probe, 256);
+    if (status == cudaSuccess) status = cudaFree(probe);
+  }
+  if (status == cudaSuccess) {
+    cudaGetLastError();  // clear a non-sticky error left by the failed case
+    return std::nullopt;
+  }
+  return fmt::format("{} ({})", cudaGetErrorString(status), cudaGetErrorName(status));
+}
+
+struct CaseOutcome {
+  CaseStatus status = CaseStatus::ok;
+  std::string reason;
+  CaseMeasurements measured;
+};
+
+// Everything that happens on the GPU for one case. Throws on CUDA errors; the caller records them.
+void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, const RunOptions& o,
+                  ActivityCollector& collector, cudaStream_t stream, CaseOutcome& out) {
+  const Config& config = o.config;
+  CaseMeasurements& m = out.measured;
+  NvtxRange case_range("case " + pc.label);
+
+  std::unique_ptr<DeviceCase> device_case;
+  HostInputs inputs;
+  {
+    ScopedTag tag(collector, {index, trace::Phase::none, -1});
+    inputs = make_host_inputs(pc.problem, case_seed(config.seed, pc.label));
+    device_case = std::make_unique<DeviceCase>(inputs);
+  }
+
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ScopedTag tag(collector, {index, trace::Phase::plan, attempt});
+    NvtxRange range(attempt == 0 ? "plan (cold)" : "plan (cached)");
+    const auto start = Clock::now();
+    backend.prepare(pc.problem, stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    (attempt == 0 ? m.plan_cold_ms : m.plan_warm_ms) = ms_since(start);
+  }
+
+  if (config.verify) {
+    ScopedTag tag(collector, {index, trace::Phase::verify, -1});
+    NvtxRange range("verify");
+    device_case->poison_outputs(stream);
+    backend.run(pc.problem, device_case->buffers(), stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const Verification v = verify_attention(inputs, device_case->read_output(stream));
+    m.verified = true;
+    m.verify_passed = v.passed;
+    m.relative_error = v.relative_error;
+    m.error_bound = v.bound;
+    if (!v.passed) {
+      out.status = CaseStatus::failed;
+      out.reason = "wrong result: " + v.detail;
+    }
+  }
+
+  {
+    ScopedTag tag(collector, {index, trace::Phase::warmup, -1});
+    NvtxRange range("warmup");
+    for (int i = 0; i < config.warmup; ++i) backend.run(pc.problem, device_case->buffers(), stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  std::vector<CudaEvent> starts(static_cast<std::size_t>(config.iterations));
+  std::vector<CudaEvent> stops(static_cast<std::size_t>(config.iterations));
+  double host_us = 0;
+  int done = 0;
+  for (; done < config.iterations && !interrupted(o); ++done) {
+    const auto host_start = Clock::now();
+    ScopedTag tag(collector, {index, trace::Phase::iteration, done});
+    NvtxRange range(fmt::format("iter {}", done));
+    CUDA_CHECK(cudaEventRecord(starts[done].get(), stream));
+    backend.run(pc.problem, device_case->buffers(), stream);
+    CUDA_CHECK(cudaEventRecord(stops[done].get(), stream));
+    host_us += ms_since(host_start) * 1000.0;
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  m.iterations = done;
+  for (int i = 0; i < done; ++i) m.iteration_us.push_back(elapsed_ms(starts[i], stops[i]) * 1000.0);
+  m.host_enqueue_us_per_iter = done > 0 ? host_us / done : 0;
+  if (done < config.iterations) {
+    out.status = CaseStatus::interrupted;
+    out.reason = fmt::format("interrupted after {} of {} timed iterations", done, config.iterations);
+  }
+}
+
+// Tags host annotations with the case (the collector cannot: NVTX ranges carry no correlation)
+// from the names the runner gave them.
+void tag_annotations(trace::ActivityBatch& batch, int index) {
+  for (trace::Annotation& a : batch.annotations) {
+    a.tag.case_index = index;
+    if (a.name.rfind("iter ", 0) == 0) {
+      a.tag.phase = trace::Phase::iteration;
+      a.tag.iteration = std::atoi(a.name.c_str() + 5);
+    } else if (a.name == "warmup") {
+      a.tag.phase = trace::Phase::warmup;
+    } else if (a.name == "verify") {
+      a.tag.phase = trace::Phase::verify;
+    } else if (a.name.rfind("plan", 0) == 0) {
+      a.tag.phase = trace::Phase::plan;
+      a.tag.iteration = a.name == "plan (cold)" ? 0 : 1;
+    }
+  }
+}
+
+std::string progress_result(const CaseSummary& c) {
+  if (c.status == CaseStatus::skipped) return "skipped: " + c.reason;
+  std::string text = fmt::format("{}", to_string(c.status));
+  if (c.iterations > 0)
+    text += fmt::format("  {:.1f} us  {:.1f} TFLOP/s  {:.3g} kernels/it  {:.3g} memcpy/it", c.median_us, c.tflops,
+                        c.kernels_per_iter, c.memcpy_per_iter);
+  if (c.status != CaseStatus::ok) text += "  (" + c.reason + ")";
+  return text;
+}
+
+CaptureHealth capture_health(const CollectorHealth& h) {
+  CaptureHealth c;
+  c.records = h.records;
+  c.dropped_records = h.dropped_records;
+  c.buffers_declined = h.buffers_declined;
+  c.invalid_timestamps = h.invalid_timestamps;
+  return c;
+}
+
+}  // namespace
+
+std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std::string>& backends) {
+  std::vector<PlannedCase> cases;
+  for (const std::string& backend : backends)
+    for (const ShapeSpec& shape : config.shapes)
+      for (DType dtype : config.dtypes)
+        for (bool causal : config.causal) {
+          PlannedCase c;
+          c.backend = backend;
+          c.problem.shape = shape.shape;
+          c.problem.dtype = dtype;
+          c.problem.causal = causal;
+          c.problem.has_bias = shape.bias;
+          c.label = case_label(backend, c.problem);
+          cases.push_back(std::move(c));
+        }
+  return cases;
+}
+
+RunOutcome run_sweep(const RunOptions& o) {
+  require_devices();
+  CUDA_CHECK(cudaSetDevice(o.device));
+  const DeviceProperties device = query_device_properties(o.device);
+  const SoftwareVersions versions = query_software_versions();
+  ActivityCollector collector({device}, o.collector);
+
+  RunOutcome outcome;
+  RunSummary& summary = outcome.summary;
+  summary.tool_version = kToolVersion;
+  summary.config_name = o.config.name;
+  summary.config_source = o.config.source;
+  summary.created_at = utc_now_iso8601();
+  summary.device = device;
+  summary.driver_version = versions.driver_text.empty() ? cuda_version_text(versions.driver) : versions.driver_text;
+  summary.cuda_runtime_version = cuda_version_text(versions.runtime);
+  summary.cupti_version = ActivityCollector::cupti_version_text();
+  summary.cudnn_version = cudnn_runtime_version();
+
+  const std::vector<PlannedCase> cases = plan_cases(o.config, o.backends);
+  outcome.trace_path = o.out_dir / "trace.json";
+  outcome.summary_path = o.out_dir / "summary.json";
+
+  trace::TraceHeader header;
+  header.base_time_ns = ActivityCollector::now_ns();
+  header.devices = {device};
+  header.host_process = static_cast<std::uint32_t>(getpid());
+  header.host_process_name = fmt::format("attnprof run (pid {})", getpid());
+  trace::ChromeTraceWriter writer(outcome.trace_path, header);
+  for (const PlannedCase& c : cases) writer.add_case({c.label, c.backend});
+
+  CudaStream stream;
+  std::map<std::string, std::unique_ptr<AttentionBackend>> instances;
+  std::optional<std::string> lost_context;
+  const int width = static_cast<int>(std::to_string(cases.size()).size());
+
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const PlannedCase& pc = cases[i];
+    const int index = static_cast<int>(i);
+    CaseOutcome run;
+    run.measured.label = pc.label;
+    run.measured.backend = pc.backend;
+    run.measured.problem = pc.problem;
+    if (o.progress != nullptr) {
+      std::fprintf(o.progress, "[%*zu/%zu] %s ... ", width, i + 1, cases.size(), pc.label.c_str());
+      std::fflush(o.progress);
+    }
+
+    auto& backend = instances[pc.backend];
+    if (!backend) backend = find_backend(pc.backend)->make();
+    if (interrupted(o)) {
+      run.status = CaseStatus::interrupted;
+      run.reason = "not run: the sweep was interrupted";
+    } else if (lost_context) {
+      run.status = CaseStatus::failed;
+      run.reason = "not run: the CUDA context was lost earlier (" + *lost_context + ")";
+    } else if (auto why = backend->check_device(device)) {
+      run.status = CaseStatus::skipped;
+      run.reason = *why;
+    } else if (auto why_not = backend->check_problem(pc.problem)) {
+      run.status = CaseStatus::skipped;
+      run.reason = *why_not;
+    } else {
+      try {
+        execute_case(*backend, pc, index, o, collector, stream.get(), run);
+      } catch (const BackendUnsupportedError& e) {
+        run.status = CaseStatus::skipped;
+        run.reason = e.what();
+      } catch (const std::exception& e) {
+        run.status = CaseStatus::failed;
+        run.reason = e.what();
+        lost_context = context_error();
+      }
+    }
+
+    // The case's records: drained after a device sync so GPU timestamps are final.
+    if (!lost_context) cudaDeviceSynchronize();
+    trace::ActivityBatch batch = collector.drain();
+    tag_annotations(batch, index);
+    std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
+    batch.annotations.insert(batch.annotations.end(), on_gpu.begin(), on_gpu.end());
+    writer.write(batch);
+
+    CaseSummary cs = summarize_case(run.measured, batch, device);
+    cs.status = run.status;
+    cs.reason = run.reason;
+    add_findings(cs);
+    add_surprises(cs, o.config.expect);
+    if (o.progress != nullptr) {
+      std::fprintf(o.progress, "%s\n", progress_result(cs).c_str());
+      std::fflush(o.progress);
+    }
+    summary.cases.push_back(std::move(cs));
+  }
+
+  summary.interrupted = interrupted(o);
+  summary.capture = capture_health(collector.health());
+  nlohmann::json metadata = {{"tool", "attnprof"},
+                             {"version", summary.tool_version},
+                             {"command", "run"},
+                             {"config_source", summary.config_source},
+                             {"config", o.config.document},
+                             {"versions",
+                              {{"driver", summary.driver_version},
+                               {"cuda_runtime", summary.cuda_runtime_version},
+                               {"cupti", summary.cupti_version},
+                               {"cudnn", summary.cudnn_version}}},
+                             {"capture",
+                              {{"records", summary.capture.records},
+                               {"dropped_records", summary.capture.dropped_records},
+                               {"buffers_declined", summary.capture.buffers_declined},
+                               {"invalid_timestamps", summary.capture.invalid_timestamps}}},
+                             {"summary", summary}};
+  writer.finish(metadata);
+  write_json_atomically(outcome.summary_path.string(), nlohmann::json(summary));
+
+  bool all_ok = !summary.interrupted;
+  for (const CaseSummary& c : summary.cases)
+    all_ok = all_ok && (c.status == CaseStatus::ok || c.status == CaseStatus::skipped);
+  outcome.exit_code = all_ok ? kExitOk : kExitPartialFailure;
+  return outcome;
+}
+
+}  // namespace attnprof

@@ -1,0 +1,169 @@
+#include "summary/findings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace attnprof {
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return text;
+}
+
+bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
+
+std::string count_text(double per_iter) {
+  return std::abs(per_iter - std::round(per_iter)) < 1e-9 ? fmt::format("{:.0f}", per_iter)
+                                                         : fmt::format("{:.2f}", per_iter);
+}
+
+// The 16-bit type a conversion kernel's name mentions, as our dtype names.
+std::string half_type_in(const std::string& name) {
+  if (contains(name, "bfloat16")) return "bf16";
+  if (contains(name, "half") || contains(name, "__half")) return "fp16";
+  return "";
+}
+
+void memory_findings(CaseSummary& c) {
+  for (const MemoryOpSummary& op : c.memory_ops) {
+    if (op.per_iter <= 0) continue;
+    const bool is_memset = op.what == "memset";
+    c.findings.push_back(
+        {is_memset ? "memset_in_iteration" : "memcpy_in_iteration",
+         fmt::format("{} {} per iteration moving {:.0f} bytes, issued by {}: {} inside the timed loop", count_text(op.per_iter),
+                     op.what, op.bytes_per_iter, op.launch_api.empty() ? "an unknown API call" : op.launch_api,
+                     is_memset ? "a fill" : "a copy"),
+         {{"what", op.what}, {"per_iter", op.per_iter}, {"bytes_per_iter", op.bytes_per_iter}, {"launch_api", op.launch_api}}});
+  }
+}
+
+void conversion_findings(CaseSummary& c) {
+  double up = 0, down = 0;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelSummary& k : c.kernels) {
+    const std::string direction = conversion_direction(k.name);
+    if (direction.empty()) continue;
+    (direction.rfind("fp32", 0) == 0 ? down : up) += k.per_iter;
+    kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}, {"direction", direction}});
+  }
+  if (kernels.empty()) return;
+  c.findings.push_back({"dtype_conversion",
+                        fmt::format("{} upcast and {} downcast kernel(s) per iteration: the inputs are converted to fp32 "
+                                    "and the results back, every call",
+                                    count_text(up), count_text(down)),
+                        {{"kernels", kernels}}});
+}
+
+void mask_findings(CaseSummary& c) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelSummary& k : c.kernels) {
+    const std::string name = lower(k.name);
+    if (contains(name, "tril") || contains(name, "triu")) kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}});
+  }
+  if (kernels.empty()) return;
+  c.findings.push_back({"mask_rebuilt",
+                        fmt::format("the causal mask is rebuilt every iteration ({} per iteration); it depends only on "
+                                    "the shape and could be built once",
+                                    kernels[0]["name"].get<std::string>()),
+                        {{"kernels", kernels}}});
+}
+
+void occupancy_findings(CaseSummary& c) {
+  const KernelSummary* k = c.dominant_kernel();
+  if (k == nullptr || !k->occupancy_valid || k->theoretical_occupancy_percent >= 25.0) return;
+  const bool fused = c.kernels.size() == 1 && c.memcpy_per_iter == 0;
+  const bool register_limited = contains(k->occupancy_limiter, "registers");
+  std::string why;
+  if (fused && register_limited)
+    why = "; one fused kernel keeps its score tile and output accumulator in registers, so few blocks fit: the price of "
+          "keeping the score matrix on chip, not a flaw";
+  else if (fused)
+    why = "; one fused kernel with large tiles trades occupancy for on-chip reuse";
+  c.findings.push_back({"low_occupancy",
+                        fmt::format("{}: {}{}", shorten_name(k->name), k->occupancy_explanation, why),
+                        {{"kernel", k->name},
+                         {"registers_per_thread", k->registers_per_thread},
+                         {"block", k->block},
+                         {"shared_bytes", k->shared_bytes},
+                         {"active_blocks_per_sm", k->active_blocks_per_sm},
+                         {"theoretical_occupancy_percent", k->theoretical_occupancy_percent},
+                         {"limiter", k->occupancy_limiter}}});
+}
+
+void launch_findings(CaseSummary& c) {
+  nlohmann::json kernels = nlohmann::json::array();
+  std::string api;
+  for (const KernelSummary& k : c.kernels) {
+    if (k.launch_api.rfind("cu", 0) != 0 || k.launch_api.rfind("cuda", 0) == 0) continue;
+    kernels.push_back({{"name", k.name}, {"launch_api", k.launch_api}});
+    api = k.launch_api;
+  }
+  if (kernels.empty()) return;
+  c.findings.push_back({"driver_launch",
+                        fmt::format("{} kernel(s) launched through the driver API ({}), bypassing the CUDA runtime, "
+                                    "as libraries with their own module loading do",
+                                    kernels.size(), api),
+                        {{"kernels", kernels}}});
+}
+
+void host_findings(CaseSummary& c) {
+  if (c.plan_cold_ms && *c.plan_cold_ms * 1000.0 > c.median_us) {
+    c.findings.push_back(
+        {"host_bound",
+         fmt::format("building the plan took {:.2f} ms of host time on the first call ({:.3f} ms cached), {:.0f}x the "
+                     "{:.1f} us the GPU needs per call: the cost moved to the CPU",
+                     *c.plan_cold_ms, c.plan_warm_ms.value_or(0), *c.plan_cold_ms * 1000.0 / c.median_us, c.median_us),
+         {{"plan_cold_ms", *c.plan_cold_ms}, {"plan_warm_ms", c.plan_warm_ms.value_or(0)}, {"median_us", c.median_us}}});
+  }
+  if (c.host_enqueue_us_per_iter > c.median_us && c.median_us > 0) {
+    c.findings.push_back({"host_bound",
+                          fmt::format("enqueueing one call takes {:.1f} us of host time, more than the {:.1f} us of GPU "
+                                      "time: at this size the CPU sets the pace",
+                                      c.host_enqueue_us_per_iter, c.median_us),
+                          {{"host_enqueue_us_per_iter", c.host_enqueue_us_per_iter}, {"median_us", c.median_us}}});
+  }
+}
+
+}  // namespace
+
+std::string shorten_name(const std::string& name) {
+  std::string text = name;
+  for (const std::string noise : {"(anonymous namespace)::", "void "})
+    for (auto at = text.find(noise); at != std::string::npos; at = text.find(noise)) text.erase(at, noise.size());
+  // Kernel names carry long template argument lists; the part before '<' or '(' names it.
+  text = text.substr(0, text.find_first_of("<("));
+  const auto scope = text.rfind("::");
+  return scope == std::string::npos ? text : text.substr(scope + 2);
+}
+
+std::string conversion_direction(const std::string& kernel_name) {
+  const std::string name = lower(kernel_name);
+  const bool conversion_kernel = contains(name, "convert") || contains(name, "direct_copy") ||
+                                 contains(name, "bfloat16_copy") || contains(name, "half_copy");
+  if (!conversion_kernel) return "";
+  const std::string half = half_type_in(name);
+  if (half.empty()) return "";
+  // Our kernels: convert_kernel<In, Out>; the first type listed is the source.
+  const auto half_at = std::min(name.find("bfloat16"), name.find("half"));
+  // "float" as a type, not the tail of "bfloat16".
+  auto float_at = name.find("float");
+  while (float_at != std::string::npos && float_at > 0 && name[float_at - 1] == 'b') float_at = name.find("float", float_at + 1);
+  if (float_at == std::string::npos) return "";
+  return half_at < float_at ? half + "->fp32" : "fp32->" + half;
+}
+
+void add_findings(CaseSummary& c) {
+  if (c.status != CaseStatus::ok) return;
+  memory_findings(c);
+  conversion_findings(c);
+  mask_findings(c);
+  occupancy_findings(c);
+  launch_findings(c);
+  host_findings(c);
+}
+
+}  // namespace attnprof

@@ -1,0 +1,19 @@
+// Automatic explanations of what a case's trace shows, each with its evidence: copies inside
+// the timed loop, dtype conversions, a mask rebuilt every call, low occupancy and its cause,
+// driver-API launches, host time exceeding GPU time.
+#pragma once
+
+#include "summary/summary.hpp"
+
+namespace attnprof {
+
+// Appends findings to c.findings (cases that did not run get none).
+void add_findings(CaseSummary& c);
+
+// What a kernel name says about dtype conversion: "bf16->fp32", "fp32->bf16", or "" if none.
+std::string conversion_direction(const std::string& kernel_name);
+
+// "flash_forward_kernel" from "void attnprof::flash_forward_kernel<...>(...)": the name without templates and arguments.
+std::string shorten_name(const std::string& name);
+
+}  // namespace attnprof

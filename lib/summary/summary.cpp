@@ -1,0 +1,397 @@
+#include "summary/summary.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "collector/occupancy.hpp"
+
+namespace attnprof {
+
+const char* to_string(CaseStatus status) {
+  switch (status) {
+    case CaseStatus::ok: return "ok";
+    case CaseStatus::failed: return "failed";
+    case CaseStatus::skipped: return "skipped";
+    case CaseStatus::interrupted: return "interrupted";
+  }
+  return "failed";
+}
+
+std::optional<CaseStatus> parse_case_status(const std::string& text) {
+  for (CaseStatus s : {CaseStatus::ok, CaseStatus::failed, CaseStatus::skipped, CaseStatus::interrupted})
+    if (text == to_string(s)) return s;
+  return std::nullopt;
+}
+
+double median(std::vector<double> values) { return percentile(std::move(values), 50); }
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  if (p == 50) {
+    const std::size_t n = values.size();
+    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+  }
+  // Nearest rank: the smallest value with at least p% of the sample at or below it.
+  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * values.size()));
+  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
+namespace {
+
+bool in_timed_iteration(const trace::SweepTag& tag) { return tag.phase == trace::Phase::iteration; }
+
+template <typename Record>
+double duration_us(const Record& r) {
+  return r.end_ns > r.start_ns ? static_cast<double>(r.end_ns - r.start_ns) / 1000.0 : 0.0;
+}
+
+void add_launch_api(std::vector<std::string>& apis, const std::string& api) {
+  if (!api.empty() && std::find(apis.begin(), apis.end(), api) == apis.end()) apis.push_back(api);
+}
+
+}  // namespace
+
+CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch& a, const DeviceProperties& device) {
+  CaseSummary c;
+  c.label = m.label;
+  c.backend = m.backend;
+  c.problem = m.problem;
+  c.iterations = m.iterations;
+  c.iteration_us = m.iteration_us;
+  c.median_us = median(m.iteration_us);
+  c.p90_us = percentile(m.iteration_us, 90);
+  c.min_us = m.iteration_us.empty() ? 0 : *std::min_element(m.iteration_us.begin(), m.iteration_us.end());
+  c.tflops = c.median_us > 0 ? attention_flops(m.problem) / (c.median_us * 1e-6) / 1e12 : 0;
+  c.plan_cold_ms = m.plan_cold_ms;
+  c.plan_warm_ms = m.plan_warm_ms;
+  c.host_enqueue_us_per_iter = m.host_enqueue_us_per_iter;
+  c.verified = m.verified;
+  c.verify_passed = m.verify_passed;
+  c.relative_error = m.relative_error;
+  c.error_bound = m.error_bound;
+
+  const double iters = m.iterations > 0 ? m.iterations : 1;
+  std::map<std::string, KernelSummary> by_name;
+  std::vector<std::string> order;
+  for (const trace::KernelActivity& k : a.kernels) {
+    if (!in_timed_iteration(k.tag)) continue;
+    auto [it, inserted] = by_name.try_emplace(k.name);
+    KernelSummary& s = it->second;
+    if (inserted) {
+      order.push_back(k.name);
+      s.name = k.name;
+      s.registers_per_thread = k.registers_per_thread;
+      s.grid = k.grid;
+      s.block = k.block;
+      s.shared_bytes = k.static_shared_bytes + k.dynamic_shared_bytes;
+      s.local_bytes_per_thread = k.local_bytes_per_thread;
+      s.occupancy_valid = k.occupancy.valid;
+      s.active_blocks_per_sm = k.occupancy.active_blocks_per_sm;
+      s.theoretical_occupancy_percent = k.occupancy.theoretical_percent;
+      s.occupancy_limiter = k.occupancy.limiter;
+      s.achieved_occupancy_percent = k.achieved_occupancy_percent;
+      s.launch_api = k.launch_api;
+      KernelResources res;
+      res.block_threads = k.block[0] * k.block[1] * k.block[2];
+      res.registers_per_thread = k.registers_per_thread;
+      res.static_shared_bytes = k.static_shared_bytes;
+      res.dynamic_shared_bytes = k.dynamic_shared_bytes;
+      res.shared_optin = k.shared_optin;
+      s.occupancy_explanation = explain_occupancy(res, theoretical_occupancy(device, res));
+    }
+    s.per_iter += 1.0 / iters;
+    s.gpu_us_per_iter += duration_us(k) / iters;
+    c.kernels_per_iter += 1.0 / iters;
+    c.gpu_busy_us_per_iter += duration_us(k) / iters;
+    add_launch_api(c.launch_apis, k.launch_api);
+  }
+  for (const std::string& name : order) c.kernels.push_back(by_name[name]);
+  std::stable_sort(c.kernels.begin(), c.kernels.end(),
+                   [](const KernelSummary& x, const KernelSummary& y) { return x.gpu_us_per_iter > y.gpu_us_per_iter; });
+
+  std::map<std::string, MemoryOpSummary> ops;
+  for (const trace::MemcpyActivity& mc : a.memcpys) {
+    if (!in_timed_iteration(mc.tag)) continue;
+    MemoryOpSummary& op = ops[std::string("memcpy ") + to_string(mc.kind)];
+    op.what = std::string("memcpy ") + to_string(mc.kind);
+    op.per_iter += 1.0 / iters;
+    op.bytes_per_iter += static_cast<double>(mc.bytes) / iters;
+    op.launch_api = mc.launch_api;
+    c.memcpy_per_iter += 1.0 / iters;
+    c.memcpy_bytes_per_iter += static_cast<double>(mc.bytes) / iters;
+    c.gpu_busy_us_per_iter += duration_us(mc) / iters;
+    add_launch_api(c.launch_apis, mc.launch_api);
+  }
+  for (const trace::MemsetActivity& ms : a.memsets) {
+    if (!in_timed_iteration(ms.tag)) continue;
+    MemoryOpSummary& op = ops["memset"];
+    op.what = "memset";
+    op.per_iter += 1.0 / iters;
+    op.bytes_per_iter += static_cast<double>(ms.bytes) / iters;
+    op.launch_api = ms.launch_api;
+    c.memset_per_iter += 1.0 / iters;
+    c.memset_bytes_per_iter += static_cast<double>(ms.bytes) / iters;
+    c.gpu_busy_us_per_iter += duration_us(ms) / iters;
+    add_launch_api(c.launch_apis, ms.launch_api);
+  }
+  for (auto& [key, op] : ops) c.memory_ops.push_back(op);
+  return c;
+}
+
+// ---- JSON ----
+
+namespace {
+
+nlohmann::json problem_json(const AttentionProblem& p) {
+  return {{"batch", p.shape.batch},   {"heads", p.shape.heads},         {"seq_q", p.shape.seq_q},
+          {"seq_kv", p.shape.seq_kv}, {"head_dim", p.shape.head_dim},   {"dtype", std::string(to_string(p.dtype))},
+          {"causal", p.causal},       {"bias", p.has_bias}};
+}
+
+AttentionProblem problem_from_json(const nlohmann::json& j) {
+  AttentionProblem p;
+  p.shape.batch = j.at("batch").get<int>();
+  p.shape.heads = j.at("heads").get<int>();
+  p.shape.seq_q = j.at("seq_q").get<int>();
+  p.shape.seq_kv = j.at("seq_kv").get<int>();
+  p.shape.head_dim = j.at("head_dim").get<int>();
+  const auto dtype = parse_dtype(j.at("dtype").get<std::string>());
+  if (!dtype) throw std::runtime_error("unknown dtype " + j.at("dtype").dump());
+  p.dtype = *dtype;
+  p.causal = j.at("causal").get<bool>();
+  p.has_bias = j.value("bias", false);
+  return p;
+}
+
+template <typename T>
+void put_optional(nlohmann::json& j, const char* key, const std::optional<T>& value) {
+  j[key] = value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+template <typename T>
+std::optional<T> get_optional(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<T>();
+}
+
+nlohmann::json kernel_json(const KernelSummary& k) {
+  nlohmann::json j = {{"name", k.name},
+                      {"per_iter", k.per_iter},
+                      {"gpu_us_per_iter", k.gpu_us_per_iter},
+                      {"registers_per_thread", k.registers_per_thread},
+                      {"grid", k.grid},
+                      {"block", k.block},
+                      {"shared_bytes", k.shared_bytes},
+                      {"local_bytes_per_thread", k.local_bytes_per_thread},
+                      {"occupancy_valid", k.occupancy_valid},
+                      {"active_blocks_per_sm", k.active_blocks_per_sm},
+                      {"theoretical_occupancy_percent", k.theoretical_occupancy_percent},
+                      {"occupancy_limiter", k.occupancy_limiter},
+                      {"occupancy_explanation", k.occupancy_explanation},
+                      {"launch_api", k.launch_api}};
+  put_optional(j, "achieved_occupancy_percent", k.achieved_occupancy_percent);
+  return j;
+}
+
+KernelSummary kernel_from_json(const nlohmann::json& j) {
+  KernelSummary k;
+  k.name = j.at("name").get<std::string>();
+  k.per_iter = j.at("per_iter").get<double>();
+  k.gpu_us_per_iter = j.value("gpu_us_per_iter", 0.0);
+  k.registers_per_thread = j.at("registers_per_thread").get<int>();
+  k.grid = j.value("grid", std::array<int, 3>{});
+  k.block = j.value("block", std::array<int, 3>{});
+  k.shared_bytes = j.value("shared_bytes", 0);
+  k.local_bytes_per_thread = j.value("local_bytes_per_thread", 0);
+  k.occupancy_valid = j.value("occupancy_valid", false);
+  k.active_blocks_per_sm = j.value("active_blocks_per_sm", 0);
+  k.theoretical_occupancy_percent = j.value("theoretical_occupancy_percent", 0.0);
+  k.occupancy_limiter = j.value("occupancy_limiter", "");
+  k.occupancy_explanation = j.value("occupancy_explanation", "");
+  k.achieved_occupancy_percent = get_optional<double>(j, "achieved_occupancy_percent");
+  k.launch_api = j.value("launch_api", "");
+  return k;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const CaseSummary& c) {
+  j = nlohmann::json::object();
+  j["label"] = c.label;
+  j["backend"] = c.backend;
+  j["problem"] = problem_json(c.problem);
+  j["status"] = to_string(c.status);
+  j["reason"] = c.reason;
+  j["verification"] = {{"checked", c.verified},
+                       {"passed", c.verify_passed},
+                       {"relative_error", c.relative_error},
+                       {"bound", c.error_bound}};
+  j["timing"] = {{"iterations", c.iterations}, {"median_us", c.median_us}, {"p90_us", c.p90_us},
+                 {"min_us", c.min_us},         {"tflops", c.tflops},       {"iteration_us", c.iteration_us}};
+  j["per_iter"] = {{"kernels", c.kernels_per_iter},
+                   {"memcpy", c.memcpy_per_iter},
+                   {"memcpy_bytes", c.memcpy_bytes_per_iter},
+                   {"memset", c.memset_per_iter},
+                   {"memset_bytes", c.memset_bytes_per_iter},
+                   {"gpu_busy_us", c.gpu_busy_us_per_iter}};
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelSummary& k : c.kernels) kernels.push_back(kernel_json(k));
+  j["kernels"] = std::move(kernels);
+  nlohmann::json ops = nlohmann::json::array();
+  for (const MemoryOpSummary& op : c.memory_ops)
+    ops.push_back({{"what", op.what}, {"per_iter", op.per_iter}, {"bytes_per_iter", op.bytes_per_iter},
+                   {"launch_api", op.launch_api}});
+  j["memory_ops"] = std::move(ops);
+  j["launch_apis"] = c.launch_apis;
+  nlohmann::json host = {{"enqueue_us_per_iter", c.host_enqueue_us_per_iter}};
+  put_optional(host, "plan_cold_ms", c.plan_cold_ms);
+  put_optional(host, "plan_warm_ms", c.plan_warm_ms);
+  j["host"] = std::move(host);
+  nlohmann::json findings = nlohmann::json::array();
+  for (const Finding& f : c.findings)
+    findings.push_back({{"kind", f.kind}, {"message", f.message}, {"evidence", f.evidence}});
+  j["findings"] = std::move(findings);
+  nlohmann::json surprises = nlohmann::json::array();
+  for (const Surprise& s : c.surprises)
+    surprises.push_back({{"expectation", s.expectation}, {"field", s.field}, {"expected", s.expected},
+                         {"observed", s.observed}, {"note", s.note}});
+  j["surprises"] = std::move(surprises);
+}
+
+void from_json(const nlohmann::json& j, CaseSummary& c) {
+  c.label = j.at("label").get<std::string>();
+  c.backend = j.at("backend").get<std::string>();
+  c.problem = problem_from_json(j.at("problem"));
+  const auto status = parse_case_status(j.at("status").get<std::string>());
+  if (!status) throw std::runtime_error("unknown case status " + j.at("status").dump());
+  c.status = *status;
+  c.reason = j.value("reason", "");
+  const nlohmann::json& v = j.at("verification");
+  c.verified = v.value("checked", false);
+  c.verify_passed = v.value("passed", false);
+  c.relative_error = v.value("relative_error", 0.0);
+  c.error_bound = v.value("bound", 0.0);
+  const nlohmann::json& t = j.at("timing");
+  c.iterations = t.value("iterations", 0);
+  c.median_us = t.value("median_us", 0.0);
+  c.p90_us = t.value("p90_us", 0.0);
+  c.min_us = t.value("min_us", 0.0);
+  c.tflops = t.value("tflops", 0.0);
+  c.iteration_us = t.value("iteration_us", std::vector<double>{});
+  const nlohmann::json& p = j.at("per_iter");
+  c.kernels_per_iter = p.at("kernels").get<double>();
+  c.memcpy_per_iter = p.at("memcpy").get<double>();
+  c.memcpy_bytes_per_iter = p.value("memcpy_bytes", 0.0);
+  c.memset_per_iter = p.at("memset").get<double>();
+  c.memset_bytes_per_iter = p.value("memset_bytes", 0.0);
+  c.gpu_busy_us_per_iter = p.value("gpu_busy_us", 0.0);
+  c.kernels.clear();
+  for (const nlohmann::json& k : j.at("kernels")) c.kernels.push_back(kernel_from_json(k));
+  c.memory_ops.clear();
+  for (const nlohmann::json& op : j.value("memory_ops", nlohmann::json::array()))
+    c.memory_ops.push_back({op.at("what").get<std::string>(), op.at("per_iter").get<double>(),
+                            op.value("bytes_per_iter", 0.0), op.value("launch_api", "")});
+  c.launch_apis = j.value("launch_apis", std::vector<std::string>{});
+  const nlohmann::json host = j.value("host", nlohmann::json::object());
+  c.host_enqueue_us_per_iter = host.value("enqueue_us_per_iter", 0.0);
+  c.plan_cold_ms = get_optional<double>(host, "plan_cold_ms");
+  c.plan_warm_ms = get_optional<double>(host, "plan_warm_ms");
+  c.findings.clear();
+  for (const nlohmann::json& f : j.value("findings", nlohmann::json::array()))
+    c.findings.push_back({f.at("kind").get<std::string>(), f.at("message").get<std::string>(),
+                          f.value("evidence", nlohmann::json())});
+  c.surprises.clear();
+  for (const nlohmann::json& s : j.value("surprises", nlohmann::json::array()))
+    c.surprises.push_back({s.value("expectation", ""), s.at("field").get<std::string>(),
+                           s.at("expected").get<std::string>(), s.at("observed").get<std::string>(),
+                           s.value("note", "")});
+}
+
+void to_json(nlohmann::json& j, const RunSummary& r) {
+  j = nlohmann::json::object();
+  j["schema"] = "attnprof-summary";
+  j["schema_version"] = 1;
+  j["tool_version"] = r.tool_version;
+  j["config"] = {{"name", r.config_name}, {"source", r.config_source}};
+  j["created_at"] = r.created_at;
+  j["device"] = {{"id", r.device.id},
+                 {"name", r.device.name},
+                 {"compute_capability", fmt::format("{}.{}", r.device.compute_major, r.device.compute_minor)},
+                 {"sm_count", r.device.sm_count}};
+  j["versions"] = {{"driver", r.driver_version},
+                   {"cuda_runtime", r.cuda_runtime_version},
+                   {"cupti", r.cupti_version},
+                   {"cudnn", r.cudnn_version}};
+  j["capture"] = {{"records", r.capture.records},
+                  {"dropped_records", r.capture.dropped_records},
+                  {"buffers_declined", r.capture.buffers_declined},
+                  {"invalid_timestamps", r.capture.invalid_timestamps},
+                  {"complete", r.capture.complete()}};
+  j["interrupted"] = r.interrupted;
+  j["cases"] = r.cases;
+}
+
+void from_json(const nlohmann::json& j, RunSummary& r) {
+  if (j.value("schema", "") != "attnprof-summary")
+    throw std::runtime_error("not an attnprof summary (missing \"schema\": \"attnprof-summary\")");
+  r.tool_version = j.value("tool_version", "");
+  const nlohmann::json config = j.value("config", nlohmann::json::object());
+  r.config_name = config.value("name", "");
+  r.config_source = config.value("source", "");
+  r.created_at = j.value("created_at", "");
+  const nlohmann::json device = j.value("device", nlohmann::json::object());
+  r.device.id = device.value("id", 0);
+  r.device.name = device.value("name", "");
+  r.device.sm_count = device.value("sm_count", 0);
+  const nlohmann::json versions = j.value("versions", nlohmann::json::object());
+  r.driver_version = versions.value("driver", "");
+  r.cuda_runtime_version = versions.value("cuda_runtime", "");
+  r.cupti_version = versions.value("cupti", "");
+  r.cudnn_version = versions.value("cudnn", "");
+  const nlohmann::json capture = j.value("capture", nlohmann::json::object());
+  r.capture.records = capture.value("records", std::uint64_t{0});
+  r.capture.dropped_records = capture.value("dropped_records", std::uint64_t{0});
+  r.capture.buffers_declined = capture.value("buffers_declined", std::uint64_t{0});
+  r.capture.invalid_timestamps = capture.value("invalid_timestamps", std::uint64_t{0});
+  r.interrupted = j.value("interrupted", false);
+  r.cases = j.at("cases").get<std::vector<CaseSummary>>();
+}
+
+RunSummary load_summary(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+    return j.get<RunSummary>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("{} is not a valid attnprof summary: {}", path, e.what()));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+void write_json_atomically(const std::string& path, const nlohmann::json& document) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
+    out << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("writing {} failed: {}", temp, std::strerror(errno)));
+  }
+  std::filesystem::rename(temp, target);
+}
+
+}  // namespace attnprof

@@ -1,0 +1,164 @@
+// Per-case aggregation of what the trace showed, and the run summary that summary.json holds
+// (the input of `attnprof check`).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/device_properties.hpp"
+#include "core/types.hpp"
+#include "trace/model.hpp"
+
+namespace attnprof {
+
+struct KernelSummary {
+  std::string name;
+  double per_iter = 0;         // launches per timed iteration
+  double gpu_us_per_iter = 0;  // summed duration per timed iteration
+  int registers_per_thread = 0;
+  std::array<int, 3> grid{};
+  std::array<int, 3> block{};
+  int shared_bytes = 0;        // static + dynamic
+  int local_bytes_per_thread = 0;
+  bool occupancy_valid = false;
+  int active_blocks_per_sm = 0;
+  double theoretical_occupancy_percent = 0;
+  std::string occupancy_limiter;
+  std::string occupancy_explanation;  // "255 registers x 128 threads ... limited by registers"
+  std::optional<double> achieved_occupancy_percent;
+  std::string launch_api;
+};
+
+// Memcpy grouped by direction, or memset.
+struct MemoryOpSummary {
+  std::string what;            // "memcpy DtoD", "memset"
+  double per_iter = 0;
+  double bytes_per_iter = 0;
+  std::string launch_api;
+};
+
+struct Finding {
+  std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy", "driver_launch", "host_bound"
+  std::string message;  // one sentence for the table
+  nlohmann::json evidence;
+};
+
+struct Surprise {
+  std::string expectation;  // "/expect/2"
+  std::string field;        // "memcpy_per_iter"
+  std::string expected;
+  std::string observed;
+  std::string note;         // the user's note on the guess, if any
+};
+
+enum class CaseStatus { ok, failed, skipped, interrupted };
+const char* to_string(CaseStatus status);
+std::optional<CaseStatus> parse_case_status(const std::string& text);
+
+struct CaseSummary {
+  std::string label;    // the key `check` matches on
+  std::string backend;
+  AttentionProblem problem;
+  CaseStatus status = CaseStatus::ok;
+  std::string reason;   // why failed/skipped/interrupted
+
+  // Verification against the float64 reference.
+  bool verified = false;
+  bool verify_passed = false;
+  double relative_error = 0;
+  double error_bound = 0;
+
+  // CUDA-event timing of the timed iterations.
+  int iterations = 0;
+  std::vector<double> iteration_us;
+  double median_us = 0;
+  double p90_us = 0;
+  double min_us = 0;
+  double tflops = 0;  // attention_flops / median
+
+  // What the trace showed per timed iteration.
+  double kernels_per_iter = 0;
+  double memcpy_per_iter = 0;
+  double memcpy_bytes_per_iter = 0;
+  double memset_per_iter = 0;
+  double memset_bytes_per_iter = 0;
+  double gpu_busy_us_per_iter = 0;  // summed kernel/memcpy/memset durations
+  std::vector<KernelSummary> kernels;  // by GPU time, largest first: kernels[0] is the dominant one
+  std::vector<MemoryOpSummary> memory_ops;
+  std::vector<std::string> launch_apis;
+
+  // Host time: the plan (cold, then cached) and enqueueing one iteration.
+  std::optional<double> plan_cold_ms;
+  std::optional<double> plan_warm_ms;
+  double host_enqueue_us_per_iter = 0;
+
+  std::vector<Finding> findings;
+  std::vector<Surprise> surprises;
+
+  const KernelSummary* dominant_kernel() const { return kernels.empty() ? nullptr : &kernels.front(); }
+};
+
+struct CaptureHealth {
+  std::uint64_t records = 0;
+  std::uint64_t dropped_records = 0;
+  std::uint64_t buffers_declined = 0;
+  std::uint64_t invalid_timestamps = 0;
+  bool complete() const { return dropped_records == 0 && buffers_declined == 0; }
+};
+
+struct RunSummary {
+  std::string tool_version;
+  std::string config_name;
+  std::string config_source;
+  std::string created_at;  // ISO 8601, UTC
+  DeviceProperties device;
+  std::string driver_version;
+  std::string cuda_runtime_version;
+  std::string cupti_version;
+  std::string cudnn_version;
+  CaptureHealth capture;
+  bool interrupted = false;
+  std::vector<CaseSummary> cases;
+};
+
+// Everything the runner knows about one case, handed to the aggregation.
+struct CaseMeasurements {
+  std::string label;
+  std::string backend;
+  AttentionProblem problem;
+  int iterations = 0;
+  std::vector<double> iteration_us;
+  std::optional<double> plan_cold_ms;
+  std::optional<double> plan_warm_ms;
+  double host_enqueue_us_per_iter = 0;
+  bool verified = false;
+  bool verify_passed = false;
+  double relative_error = 0;
+  double error_bound = 0;
+};
+
+// Builds a case's summary from its measurements and the activities the collector tagged with
+// its case index (GPU records with phase `iteration` are the ones counted per iteration).
+CaseSummary summarize_case(const CaseMeasurements& measured, const trace::ActivityBatch& activities,
+                           const DeviceProperties& device);
+
+// Median and 90th percentile (nearest rank) of a sample; 0 for an empty one.
+double median(std::vector<double> values);
+double percentile(std::vector<double> values, double p);
+
+void to_json(nlohmann::json& j, const CaseSummary& c);
+void from_json(const nlohmann::json& j, CaseSummary& c);
+void to_json(nlohmann::json& j, const RunSummary& r);
+void from_json(const nlohmann::json& j, RunSummary& r);
+
+// Reads a summary.json; throws std::runtime_error naming the file and the problem.
+RunSummary load_summary(const std::string& path);
+// Writes JSON to `<path>.tmp` and renames it over `path`.
+void write_json_atomically(const std::string& path, const nlohmann::json& document);
+
+}  // namespace attnprof

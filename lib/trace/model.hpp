@@ -1,0 +1,150 @@
+// The in-memory event model: what the collector produces, the writer writes, the reader reads
+// back and the summary aggregates. It knows nothing of CUPTI.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace attnprof::trace {
+
+// Where in the sweep an activity happened. Assigned through CUPTI external correlation ids
+// (runs) or NVTX ranges (profiled programs).
+enum class Phase : std::uint8_t { none, plan, verify, warmup, iteration };
+
+const char* to_string(Phase phase);
+std::optional<Phase> parse_phase(const std::string& text);
+
+struct SweepTag {
+  int case_index = -1;  // index into the run's cases, -1 when outside any case
+  Phase phase = Phase::none;
+  int iteration = -1;   // for Phase::iteration: 0..N-1; for warmup: 0..W-1
+};
+
+struct Occupancy {
+  bool valid = false;
+  int active_blocks_per_sm = 0;
+  double theoretical_percent = 0;
+  std::string limiter;
+  int block_limit_registers = 0;
+  int block_limit_shared_memory = 0;
+  int block_limit_warps = 0;
+  int block_limit_blocks = 0;
+};
+
+struct KernelActivity {
+  std::string name;  // demangled
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint32_t device = 0;
+  std::uint32_t context = 0;
+  std::uint32_t stream = 0;
+  std::uint32_t correlation = 0;
+  std::array<int, 3> grid{};
+  std::array<int, 3> block{};
+  std::array<int, 3> cluster{};
+  int registers_per_thread = 0;
+  int static_shared_bytes = 0;
+  int dynamic_shared_bytes = 0;
+  int local_bytes_per_thread = 0;
+  bool shared_optin = false;
+  int shared_memory_executed = 0;  // SM shared-memory size the driver configured
+  Occupancy occupancy;
+  std::optional<double> achieved_occupancy_percent;  // from --metrics occupancy (range profiler)
+  std::string launch_api;  // "cudaLaunchKernel", "cuLaunchKernelEx", ...
+  SweepTag tag;
+};
+
+enum class MemcpyKind : std::uint8_t { unknown, HtoD, DtoH, HtoA, AtoH, AtoA, AtoD, DtoA, DtoD, HtoH, PtoP };
+const char* to_string(MemcpyKind kind);
+MemcpyKind parse_memcpy_kind(const std::string& text);
+
+struct MemcpyActivity {
+  MemcpyKind kind = MemcpyKind::unknown;
+  std::string src_memory;  // "Device", "Pageable", "Pinned", ...
+  std::string dst_memory;
+  std::uint64_t bytes = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint32_t device = 0;
+  std::uint32_t context = 0;
+  std::uint32_t stream = 0;
+  std::uint32_t correlation = 0;
+  std::string launch_api;
+  SweepTag tag;
+};
+
+struct MemsetActivity {
+  std::uint64_t bytes = 0;
+  std::uint32_t value = 0;
+  std::string memory;  // "Device", ...
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint32_t device = 0;
+  std::uint32_t context = 0;
+  std::uint32_t stream = 0;
+  std::uint32_t correlation = 0;
+  std::string launch_api;
+  SweepTag tag;
+};
+
+enum class ApiDomain : std::uint8_t { runtime, driver };
+
+// A CUDA runtime or driver API call on a host thread.
+struct ApiCall {
+  ApiDomain domain = ApiDomain::runtime;
+  std::string name;  // "cudaLaunchKernel", version suffix removed
+  std::uint32_t cbid = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint32_t process = 0;
+  std::uint32_t thread = 0;
+  std::uint32_t correlation = 0;
+  int return_value = 0;
+  bool launches_work = false;  // a kernel launch, memcpy or memset: the start of an ac2g flow
+  SweepTag tag;
+};
+
+// An NVTX range on a host thread (cat user_annotation), or the same range projected onto the
+// GPU stream its work ran on (cat gpu_user_annotation).
+struct Annotation {
+  std::string name;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  bool on_gpu = false;
+  std::uint32_t process = 0;  // host process (on_gpu: device)
+  std::uint32_t thread = 0;   // host thread (on_gpu: stream)
+  SweepTag tag;
+};
+
+// Time CUPTI itself spent (buffer flushes, instrumentation), so nobody mistakes it for the program's.
+struct OverheadActivity {
+  std::string kind;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint32_t process = 0;
+  std::uint32_t thread = 0;
+};
+
+using Activity = std::variant<KernelActivity, MemcpyActivity, MemsetActivity, ApiCall, Annotation, OverheadActivity>;
+
+std::uint64_t start_of(const Activity& activity);
+
+// Everything recorded for a stretch of the run (one case, or a whole profiled program).
+struct ActivityBatch {
+  std::vector<KernelActivity> kernels;
+  std::vector<MemcpyActivity> memcpys;
+  std::vector<MemsetActivity> memsets;
+  std::vector<ApiCall> api_calls;
+  std::vector<Annotation> annotations;
+  std::vector<OverheadActivity> overheads;
+
+  bool empty() const;
+  std::size_t size() const;
+  void append(ActivityBatch&& other);
+};
+
+}  // namespace attnprof::trace
