@@ -1,15 +1,88 @@
-// PLACEHOLDER until the efficient backend lands: reports itself unavailable.
+// The `efficient` backend: memory-efficient attention in the style of xformers' cutlassF
+// (PyTorch's "efficient" SDPA backend), one kernel per forward. It covers what flash does not:
+// fp32 inputs (on FFMA), any head dim that is a multiple of 8 up to 256, and an additive bias.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
 #include "backends/factories.hpp"
+#include "efficient/efficient.hpp"
+#include "gpu/cuda_check.hpp"
 
 namespace attnprof {
 namespace {
-class Placeholder final : public AttentionBackend {
+
+namespace kernel = kernels::efficient;
+
+constexpr int kMaxGridYZ = 65535;  // heads and batch are the grid's y and z
+
+class EfficientBackend final : public AttentionBackend {
  public:
-  Unsupported check_device(const DeviceProperties&) const override { return "not built yet"; }
-  Unsupported check_problem(const AttentionProblem&) const override { return "not built yet"; }
-  void prepare(const AttentionProblem&, cudaStream_t) override {}
-  void run(const AttentionProblem&, const AttentionBuffers&, cudaStream_t) override {}
+  Unsupported check_device(const DeviceProperties& device) const override {
+    if (device.compute_major < 8)
+      return fmt::format("needs compute capability 8.0 or newer (mma.sync bf16, cp.async); {} is {}.{}",
+                         device.name, device.compute_major, device.compute_minor);
+    int needed = 0;
+    for (DType dtype : {DType::bf16, DType::fp16, DType::fp32})
+      for (int head_dim : {64, 128, 256}) needed = std::max(needed, kernel::forward_smem_bytes(dtype, head_dim));
+    if (device.shared_mem_per_block_optin < needed)
+      return fmt::format("needs {} bytes of shared memory per block; {} allows {}", needed, device.name,
+                         device.shared_mem_per_block_optin);
+    return std::nullopt;
+  }
+
+  Unsupported check_problem(const AttentionProblem& problem) const override {
+    const AttentionShape& s = problem.shape;
+    if (s.head_dim < 8 || s.head_dim > kernel::kMaxHeadDim || s.head_dim % 8 != 0)
+      return fmt::format("head_dim must be a multiple of 8 from 8 to {}; got {}", kernel::kMaxHeadDim, s.head_dim);
+    if (s.batch < 1 || s.heads < 1 || s.seq_q < 1 || s.seq_kv < 1)
+      return fmt::format("batch, heads, seq_q and seq_kv must be at least 1; got {}", shape_label(s));
+    if (s.batch > kMaxGridYZ || s.heads > kMaxGridYZ)
+      return fmt::format("batch and heads must be at most {} (grid y/z); got batch {}, heads {}", kMaxGridYZ,
+                         s.batch, s.heads);
+    if (problem.softmax_scale() == 0.f || !std::isfinite(problem.softmax_scale()))
+      return fmt::format("softmax scale must be finite and non-zero; got {}", problem.softmax_scale());
+    return std::nullopt;
+  }
+
+  // One cudaFuncSetAttribute per compiled instantiation, the first time a problem needs it.
+  void prepare(const AttentionProblem& problem, cudaStream_t) override {
+    const auto key = std::make_pair(problem.dtype, kernel::head_dim_bucket(problem.shape.head_dim));
+    if (prepared_.count(key) != 0) return;
+    CUDA_CHECK(kernel::prepare_forward(problem.dtype, problem.shape.head_dim));
+    prepared_.insert(key);
+  }
+
+  void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
+    kernel::ForwardParams params;
+    params.q = buffers.q;
+    params.k = buffers.k;
+    params.v = buffers.v;
+    params.o = buffers.o;
+    params.lse = buffers.lse;
+    params.bias = problem.has_bias ? buffers.bias : nullptr;
+    params.batch = problem.shape.batch;
+    params.heads = problem.shape.heads;
+    params.seq_q = problem.shape.seq_q;
+    params.seq_kv = problem.shape.seq_kv;
+    params.head_dim = problem.shape.head_dim;
+    params.scale = problem.softmax_scale();
+    params.causal = problem.causal;
+    kernel::forward(problem.dtype, params, stream);
+    CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  std::set<std::pair<DType, int>> prepared_;
 };
+
 }  // namespace
-std::unique_ptr<AttentionBackend> make_efficient_backend() { return std::make_unique<Placeholder>(); }
+
+std::unique_ptr<AttentionBackend> make_efficient_backend() { return std::make_unique<EfficientBackend>(); }
+
 }  // namespace attnprof

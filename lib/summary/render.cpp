@@ -1,5 +1,7 @@
 #include "summary/render.hpp"
 
+#include "summary/findings.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -119,7 +121,7 @@ std::string render_human(const RunSummary& s, bool markdown) {
     if (c.status != CaseStatus::ok || k == nullptr) continue;
     std::string occupancy = k->occupancy_valid ? fmt::format("{:.1f}%", k->theoretical_occupancy_percent) : "?";
     if (k->achieved_occupancy_percent) occupancy += fmt::format(" ({:.1f}% achieved)", *k->achieved_occupancy_percent);
-    rows.push_back({c.label, shorten(k->name, markdown ? 120 : 48), std::to_string(k->registers_per_thread),
+    rows.push_back({c.label, shorten(shorten_name(k->name), markdown ? 120 : 48), std::to_string(k->registers_per_thread),
                     format_dims(k->block), format_dims(k->grid), bytes_text(k->shared_bytes), occupancy,
                     k->occupancy_limiter, k->launch_api});
   }

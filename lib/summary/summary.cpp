@@ -108,13 +108,18 @@ CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch
       res.shared_optin = k.shared_optin;
       s.occupancy_explanation = explain_occupancy(res, theoretical_occupancy(device, res));
     }
-    s.per_iter += 1.0 / iters;
-    s.gpu_us_per_iter += duration_us(k) / iters;
-    c.kernels_per_iter += 1.0 / iters;
-    c.gpu_busy_us_per_iter += duration_us(k) / iters;
+    s.per_iter += 1;  // totals here; divided by the iteration count once, below, so counts stay exact
+    s.gpu_us_per_iter += duration_us(k);
+    c.kernels_per_iter += 1;
+    c.gpu_busy_us_per_iter += duration_us(k);
     add_launch_api(c.launch_apis, k.launch_api);
   }
-  for (const std::string& name : order) c.kernels.push_back(by_name[name]);
+  for (const std::string& name : order) {
+    KernelSummary s = by_name[name];
+    s.per_iter /= iters;
+    s.gpu_us_per_iter /= iters;
+    c.kernels.push_back(std::move(s));
+  }
   std::stable_sort(c.kernels.begin(), c.kernels.end(),
                    [](const KernelSummary& x, const KernelSummary& y) { return x.gpu_us_per_iter > y.gpu_us_per_iter; });
 
@@ -123,27 +128,34 @@ CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch
     if (!in_timed_iteration(mc.tag)) continue;
     MemoryOpSummary& op = ops[std::string("memcpy ") + to_string(mc.kind)];
     op.what = std::string("memcpy ") + to_string(mc.kind);
-    op.per_iter += 1.0 / iters;
-    op.bytes_per_iter += static_cast<double>(mc.bytes) / iters;
+    op.per_iter += 1;
+    op.bytes_per_iter += static_cast<double>(mc.bytes);
     op.launch_api = mc.launch_api;
-    c.memcpy_per_iter += 1.0 / iters;
-    c.memcpy_bytes_per_iter += static_cast<double>(mc.bytes) / iters;
-    c.gpu_busy_us_per_iter += duration_us(mc) / iters;
+    c.memcpy_per_iter += 1;
+    c.memcpy_bytes_per_iter += static_cast<double>(mc.bytes);
+    c.gpu_busy_us_per_iter += duration_us(mc);
     add_launch_api(c.launch_apis, mc.launch_api);
   }
   for (const trace::MemsetActivity& ms : a.memsets) {
     if (!in_timed_iteration(ms.tag)) continue;
     MemoryOpSummary& op = ops["memset"];
     op.what = "memset";
-    op.per_iter += 1.0 / iters;
-    op.bytes_per_iter += static_cast<double>(ms.bytes) / iters;
+    op.per_iter += 1;
+    op.bytes_per_iter += static_cast<double>(ms.bytes);
     op.launch_api = ms.launch_api;
-    c.memset_per_iter += 1.0 / iters;
-    c.memset_bytes_per_iter += static_cast<double>(ms.bytes) / iters;
-    c.gpu_busy_us_per_iter += duration_us(ms) / iters;
+    c.memset_per_iter += 1;
+    c.memset_bytes_per_iter += static_cast<double>(ms.bytes);
+    c.gpu_busy_us_per_iter += duration_us(ms);
     add_launch_api(c.launch_apis, ms.launch_api);
   }
-  for (auto& [key, op] : ops) c.memory_ops.push_back(op);
+  for (auto& [key, op] : ops) {
+    op.per_iter /= iters;
+    op.bytes_per_iter /= iters;
+    c.memory_ops.push_back(op);
+  }
+  for (double* total : {&c.kernels_per_iter, &c.memcpy_per_iter, &c.memcpy_bytes_per_iter, &c.memset_per_iter,
+                        &c.memset_bytes_per_iter, &c.gpu_busy_us_per_iter})
+    *total /= iters;
   return c;
 }
 

@@ -1,0 +1,250 @@
+// Aggregation of a case's records into per-iteration counts, the dominant kernel, findings and
+// surprises; JSON round trip; rendering.
+#include <gtest/gtest.h>
+
+#include "check/expectations.hpp"
+#include "summary/findings.hpp"
+#include "summary/render.hpp"
+#include "summary/summary.hpp"
+
+namespace attnprof {
+namespace {
+
+using trace::Phase;
+
+trace::KernelActivity kernel(const std::string& name, std::uint64_t start, std::uint64_t dur, Phase phase, int iter,
+                             int regs = 32, const std::string& api = "cudaLaunchKernel") {
+  trace::KernelActivity k;
+  k.name = name;
+  k.start_ns = start;
+  k.end_ns = start + dur;
+  k.block = {128, 1, 1};
+  k.grid = {264, 1, 1};
+  k.registers_per_thread = regs;
+  k.occupancy = {true, 2, 12.5, "registers", 2, 3, 16, 32};
+  k.launch_api = api;
+  k.tag = {0, phase, iter};
+  return k;
+}
+
+// Three timed iterations of a manual-like causal case: gemm, softmax, and a D2D memcpy each;
+// warm-up and verify records that must not count.
+trace::ActivityBatch manual_like_batch() {
+  trace::ActivityBatch b;
+  for (int i = 0; i < 3; ++i) {
+    const std::uint64_t t = 1000000ull * (i + 1);
+    b.kernels.push_back(kernel("gemm_kernel", t, 40000, Phase::iteration, i, 168, "cuLaunchKernelEx"));
+    b.kernels.push_back(kernel("softmax_kernel", t + 50000, 10000, Phase::iteration, i));
+    b.kernels.push_back(kernel("void tril_kernel(bool const*, bool*, int, int)", t + 60000, 1000, Phase::iteration, i));
+    trace::MemcpyActivity m;
+    m.kind = trace::MemcpyKind::DtoD;
+    m.bytes = 1000;
+    m.start_ns = t + 70000;
+    m.end_ns = t + 71000;
+    m.launch_api = "cudaMemcpyAsync";
+    m.tag = {0, Phase::iteration, i};
+    b.memcpys.push_back(m);
+  }
+  b.kernels.push_back(kernel("gemm_kernel", 10, 40000, Phase::warmup, 0));
+  b.kernels.push_back(kernel("softmax_kernel", 20, 10000, Phase::verify, -1));
+  return b;
+}
+
+CaseMeasurements measurements() {
+  CaseMeasurements m;
+  m.label = "manual:out_of_place bf16 causal 1x1x128x128x64";
+  m.backend = "manual:out_of_place";
+  m.problem.shape = {1, 1, 128, 128, 64};
+  m.problem.causal = true;
+  m.iterations = 3;
+  m.iteration_us = {60, 50, 70};
+  m.verified = true;
+  m.verify_passed = true;
+  m.relative_error = 2e-3;
+  m.error_bound = 1e-2;
+  m.plan_cold_ms = 900;
+  m.plan_warm_ms = 0.003;
+  return m;
+}
+
+TEST(Summary, CountsOnlyTimedIterationsExactly) {
+  const CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  EXPECT_EQ(c.kernels_per_iter, 3.0);
+  EXPECT_EQ(c.memcpy_per_iter, 1.0);
+  EXPECT_EQ(c.memcpy_bytes_per_iter, 1000.0);
+  EXPECT_EQ(c.memset_per_iter, 0.0);
+  EXPECT_EQ(c.median_us, 60.0);
+  EXPECT_EQ(c.p90_us, 70.0);
+  EXPECT_EQ(c.min_us, 50.0);
+  EXPECT_NEAR(c.tflops, attention_flops(c.problem) / 60e-6 / 1e12, 1e-9);
+  ASSERT_EQ(c.kernels.size(), 3u);
+  EXPECT_EQ(c.dominant_kernel()->name, "gemm_kernel");
+  EXPECT_EQ(c.dominant_kernel()->per_iter, 1.0);
+  EXPECT_DOUBLE_EQ(c.dominant_kernel()->gpu_us_per_iter, 40.0);
+  EXPECT_EQ(c.dominant_kernel()->registers_per_thread, 168);
+  EXPECT_EQ(c.launch_apis, (std::vector<std::string>{"cuLaunchKernelEx", "cudaLaunchKernel", "cudaMemcpyAsync"}));
+}
+
+TEST(Summary, CountsStayExactOverManyIterations) {
+  trace::ActivityBatch b;
+  for (int i = 0; i < 7; ++i) b.kernels.push_back(kernel("k", 100 * i + 1, 10, Phase::iteration, i));
+  CaseMeasurements m = measurements();
+  m.iterations = 7;
+  EXPECT_EQ(summarize_case(m, b, sm90_reference_properties()).kernels_per_iter, 1.0);  // not 0.99999...
+}
+
+TEST(Summary, MedianAndPercentile) {
+  EXPECT_EQ(median({}), 0.0);
+  EXPECT_EQ(median({3, 1, 2}), 2.0);
+  EXPECT_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_EQ(percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 90), 9.0);
+  EXPECT_EQ(percentile({5}, 90), 5.0);
+}
+
+TEST(Summary, JsonRoundTripKeepsEveryField) {
+  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  add_findings(c);
+  c.surprises.push_back({"/expect/0", "memcpy_per_iter", "0", "1", "a guess"});
+  RunSummary run;
+  run.tool_version = "0.1.0";
+  run.device = sm90_reference_properties();
+  run.capture.dropped_records = 3;
+  run.cases.push_back(c);
+  const RunSummary back = nlohmann::json(run).get<RunSummary>();
+  ASSERT_EQ(back.cases.size(), 1u);
+  const CaseSummary& d = back.cases[0];
+  EXPECT_EQ(nlohmann::json(d), nlohmann::json(c));
+  EXPECT_EQ(back.capture.dropped_records, 3u);
+  EXPECT_FALSE(back.capture.complete());
+}
+
+TEST(Summary, RejectsDocumentsThatAreNotSummaries) {
+  EXPECT_THROW(nlohmann::json({{"traceEvents", nlohmann::json::array()}}).get<RunSummary>(), std::runtime_error);
+}
+
+TEST(Findings, NameTheMemcpyTheMaskAndTheDriverLaunchAndTheHostCost) {
+  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  add_findings(c);
+  std::set<std::string> kinds;
+  for (const Finding& f : c.findings) kinds.insert(f.kind);
+  EXPECT_TRUE(kinds.count("memcpy_in_iteration"));
+  EXPECT_TRUE(kinds.count("mask_rebuilt"));
+  EXPECT_TRUE(kinds.count("driver_launch"));
+  EXPECT_TRUE(kinds.count("host_bound"));
+  EXPECT_TRUE(kinds.count("low_occupancy"));
+  for (const Finding& f : c.findings) {
+    if (f.kind == "memcpy_in_iteration") {
+      EXPECT_NE(f.message.find("cudaMemcpyAsync"), std::string::npos) << f.message;
+      EXPECT_EQ(f.evidence.at("bytes_per_iter"), 1000.0);
+    }
+    if (f.kind == "mask_rebuilt") EXPECT_NE(f.message.find("tril_kernel per iteration"), std::string::npos) << f.message;
+    if (f.kind == "low_occupancy") EXPECT_EQ(f.message.find("price of keeping"), std::string::npos);  // not one fused kernel
+  }
+}
+
+TEST(Findings, FusedRegisterLimitedKernelIsExplainedAsDesign) {
+  trace::ActivityBatch b;
+  for (int i = 0; i < 2; ++i) b.kernels.push_back(kernel("void flash_fwd_kernel<Traits>(Params)", 1000 * (i + 1), 500, Phase::iteration, i, 255));
+  CaseMeasurements m = measurements();
+  m.iterations = 2;
+  m.plan_cold_ms = std::nullopt;
+  CaseSummary c = summarize_case(m, b, sm90_reference_properties());
+  add_findings(c);
+  ASSERT_EQ(c.findings.size(), 1u);
+  EXPECT_EQ(c.findings[0].kind, "low_occupancy");
+  EXPECT_NE(c.findings[0].message.find("flash_fwd_kernel: 255 registers x 128 threads"), std::string::npos)
+      << c.findings[0].message;
+  EXPECT_NE(c.findings[0].message.find("12.5%, limited by registers"), std::string::npos);
+  EXPECT_NE(c.findings[0].message.find("price of keeping the score matrix on chip"), std::string::npos);
+}
+
+TEST(Findings, ConversionDirectionFromKernelNames) {
+  EXPECT_EQ(conversion_direction("void attnprof::kernels::(anonymous namespace)::convert_kernel<__nv_bfloat16, float>(__nv_bfloat16 const*, float*, long)"), "bf16->fp32");
+  EXPECT_EQ(conversion_direction("void attnprof::kernels::(anonymous namespace)::convert_kernel<float, __nv_bfloat16>(float const*, __nv_bfloat16*, long)"), "fp32->bf16");
+  EXPECT_EQ(conversion_direction("void convert_kernel<__half, float>(__half const*, float*, long)"), "fp16->fp32");
+  EXPECT_EQ(conversion_direction("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>, 4, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, float, std::array<char*, 2ul>)"), "bf16->fp32");
+  EXPECT_EQ(conversion_direction("void softmax_rows_kernel<float>(float const*, float*, int)"), "");
+  EXPECT_EQ(conversion_direction("void scale_kernel<__nv_bfloat16>(__nv_bfloat16 const*, __nv_bfloat16*, float, long)"), "");
+}
+
+TEST(Findings, ShortNames) {
+  EXPECT_EQ(shorten_name("void attnprof::kernels::(anonymous namespace)::tril_kernel(bool const*, bool*, int, int)"), "tril_kernel");
+  EXPECT_EQ(shorten_name("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"), "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7");
+  EXPECT_EQ(shorten_name("void flash::flash_fwd_kernel<Traits<128>, true>(Params)"), "flash_fwd_kernel");
+}
+
+Expectation expect_for(const std::string& backend) {
+  Expectation e;
+  e.backend = backend;
+  e.pointer = "/expect/0";
+  return e;
+}
+
+TEST(Expectations, EveryCheckedFieldCanSurprise) {
+  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  Expectation e = expect_for("manual");  // the family matches the variant
+  e.kernels_per_iter = 1;
+  e.memcpy_per_iter = 0;
+  e.memset_per_iter = 0;  // true: no surprise
+  e.max_registers = 128;
+  e.min_theoretical_occupancy = 25;
+  e.max_theoretical_occupancy = 50;  // true: no surprise
+  e.launch_api = "cudaLaunchKernel";
+  e.note = "guess";
+  add_surprises(c, {e});
+  std::map<std::string, Surprise> by_field;
+  for (const Surprise& s : c.surprises) by_field[s.field] = s;
+  EXPECT_EQ(by_field.size(), 5u);
+  EXPECT_EQ(by_field.at("kernels_per_iter").observed, "3");
+  EXPECT_EQ(by_field.at("memcpy_per_iter").observed, "1");
+  EXPECT_EQ(by_field.at("max_registers").observed, "168 (gemm_kernel)");
+  EXPECT_EQ(by_field.at("min_theoretical_occupancy").expected, ">= 25%");
+  EXPECT_EQ(by_field.at("launch_api").observed, "cuLaunchKernelEx");
+  EXPECT_EQ(by_field.at("launch_api").note, "guess");
+}
+
+TEST(Expectations, FiltersNarrowWhichCasesAreJudged) {
+  const CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  EXPECT_TRUE(expectation_applies(expect_for("manual:out_of_place"), c));
+  EXPECT_FALSE(expectation_applies(expect_for("manual:in_place"), c));
+  EXPECT_FALSE(expectation_applies(expect_for("flash"), c));
+  Expectation causal_only = expect_for("manual");
+  causal_only.causal = false;
+  EXPECT_FALSE(expectation_applies(causal_only, c));
+  Expectation dtype = expect_for("manual");
+  dtype.dtype = DType::fp16;
+  EXPECT_FALSE(expectation_applies(dtype, c));
+  Expectation shape = expect_for("manual");
+  shape.shape = AttentionShape{1, 1, 128, 128, 64};
+  EXPECT_TRUE(expectation_applies(shape, c));
+  shape.shape->head_dim = 128;
+  EXPECT_FALSE(expectation_applies(shape, c));
+}
+
+TEST(Expectations, CasesThatDidNotRunAreNotJudged) {
+  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  c.status = CaseStatus::skipped;
+  Expectation e = expect_for("manual");
+  e.kernels_per_iter = 99;
+  add_surprises(c, {e});
+  EXPECT_TRUE(c.surprises.empty());
+}
+
+TEST(Render, EveryFormatNamesTheCases) {
+  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  add_findings(c);
+  RunSummary run;
+  run.device = sm90_reference_properties();
+  run.cases = {c};
+  for (OutputFormat f : {OutputFormat::table, OutputFormat::md, OutputFormat::csv, OutputFormat::json}) {
+    const std::string text = render_summary(run, f);
+    EXPECT_NE(text.find("manual:out_of_place bf16 causal 1x1x128x128x64"), std::string::npos) << static_cast<int>(f);
+  }
+  const std::string csv = render_summary(run, OutputFormat::csv);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2);
+  EXPECT_NE(render_summary(run, OutputFormat::table).find("findings:"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(render_summary(run, OutputFormat::json)).at("cases").size(), 1u);
+}
+
+}  // namespace
+}  // namespace attnprof
