@@ -1,0 +1,56 @@
+// Host launcher of the memory-efficient attention forward kernel (the `efficient` backend).
+// Host-only: callable from g++-compiled code. One launch per forward; the kernel sweeps a
+// 64-row query block over key blocks with an online softmax, the output accumulator on chip.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "core/types.hpp"
+
+namespace attnprof::kernels::efficient {
+
+// q, k, v, o: [batch, heads, seq, head_dim] contiguous in `dtype`; bias: fp32 [seq_q, seq_kv]
+// (null when absent), added to the scaled score; lse: fp32 [batch, heads, seq_q] (may be null).
+struct ForwardParams {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+  const float* bias = nullptr;
+  int batch = 0;
+  int heads = 0;
+  int seq_q = 0;
+  int seq_kv = 0;
+  int head_dim = 0;  // multiple of 8, 8..256
+  float scale = 0.f;
+  bool causal = false;  // top-left aligned: query i sees keys 0..i
+};
+
+constexpr int kMaxHeadDim = 256;
+
+// The compiled head-dim bucket a head dim runs in (64, 128 or 256), or 0 if none fits.
+// Columns past head_dim are zero-filled on chip.
+constexpr int head_dim_bucket(int head_dim) {
+  if (head_dim < 8 || head_dim > kMaxHeadDim || head_dim % 8 != 0) return 0;
+  return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
+}
+
+// Dynamic shared memory (bytes) the instantiation for (dtype, head_dim) needs per block.
+int forward_smem_bytes(DType dtype, int head_dim);
+
+// One-time per instantiation: raises its dynamic shared-memory limit. Host-only, no launch.
+cudaError_t prepare_forward(DType dtype, int head_dim);
+
+// Enqueues the single kernel launch; the caller checks cudaGetLastError().
+void forward(DType dtype, const ForwardParams& params, cudaStream_t stream);
+
+// One explicit specialization of each per (dtype, head-dim bucket), each in its own .cu file.
+template <DType kDType, int kHeadDim>
+int instance_smem_bytes();
+template <DType kDType, int kHeadDim>
+cudaError_t prepare_instance();
+template <DType kDType, int kHeadDim>
+void launch_instance(const ForwardParams& params, cudaStream_t stream);
+
+}  // namespace attnprof::kernels::efficient
