@@ -12,6 +12,7 @@
 #include "backends/backend.hpp"
 #include "backends/cudnn_info.hpp"
 #include "collector/activity_collector.hpp"
+#include "check/check.hpp"
 #include "config/config.hpp"
 #include "core/errors.hpp"
 #include "gpu/device_info.hpp"
@@ -162,7 +163,35 @@ int backends_command(const BackendsCommand& o) {
   return kExitOk;
 }
 
-int check_command(const CheckCommand&) { throw UsageError("check: not in this build yet"); }
+int check_command(const CheckCommand& o) {
+  RunSummary current;
+  try {
+    current = load_summary(o.summary_path);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "attnprof check: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (o.update) {
+    write_json_atomically(o.baseline_path, nlohmann::json(current));
+    std::cout << fmt::format("baseline {} updated from {} ({} cases)\n", o.baseline_path, o.summary_path,
+                             current.cases.size());
+    return kExitOk;
+  }
+  RunSummary baseline;
+  try {
+    baseline = load_summary(o.baseline_path);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "attnprof check: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  CheckOptions options;
+  options.time_tolerance_percent = o.time_tolerance_percent;
+  options.expectations = o.expectations;
+  const CheckReport report = compare_summaries(baseline, current, options);
+  std::cout << (o.format == "json" ? render_check_json(report) : render_check_table(report, o.format == "md"));
+  if (!o.junit_path.empty()) write_text_atomically(o.junit_path, render_junit(report));
+  return report.passed() ? kExitOk : kExitRegression;
+}
 int report_command(const ReportCommand&) { throw UsageError("report: not in this build yet"); }
 int profile_command(const ProfileCommand&) { throw UsageError("profile: not in this build yet"); }
 int merge_command(const MergeCommand&) { throw UsageError("merge: not in this build yet"); }

@@ -393,13 +393,17 @@ RunSummary load_summary(const std::string& path) {
 }
 
 void write_json_atomically(const std::string& path, const nlohmann::json& document) {
+  write_text_atomically(path, document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
   const std::string temp = path + ".tmp";
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
-    out << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    out << text;
     out.flush();
     if (!out) throw std::runtime_error(fmt::format("writing {} failed: {}", temp, std::strerror(errno)));
   }

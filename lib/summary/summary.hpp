@@ -160,5 +160,6 @@ void from_json(const nlohmann::json& j, RunSummary& r);
 RunSummary load_summary(const std::string& path);
 // Writes JSON to `<path>.tmp` and renames it over `path`.
 void write_json_atomically(const std::string& path, const nlohmann::json& document);
+void write_text_atomically(const std::string& path, const std::string& text);
 
 }  // namespace attnprof
