@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One device call on the lent H200: correctness, sanitizers, performance side by side with
+# PyTorch. Run from the repo root with the build folder carried; logs go to $OUT.
+# Usage: tests/gpu/h200_session.sh [steps...]   steps: tests correctness sanitize perf torch default
+set -uo pipefail
+OUT=${OUT:-/tmp/attnprof-out}
+B=${BUILD:-build}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests correctness sanitize perf torch)
+CUDNN919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
+
+for step in "${steps[@]}"; do
+  echo "=== $step ($(date +%T))"
+  case "$step" in
+    tests)
+      for t in gpu_collector_test gpu_run_test; do timeout 120 "$B/tests/$t" > "$OUT/$t.log" 2>&1; echo "$t rc=$?"; done ;;
+    correctness)
+      # every backend against the float64 reference; summary of failures only
+      timeout 300 "$B/tests/gpu_backend_correctness_test" --gtest_filter="${FILTER:-*}" > "$OUT/correctness.log" 2>&1
+      echo "correctness rc=$?: $(grep -c '^\[       OK' "$OUT/correctness.log") ok, $(grep -c '^\[  SKIPPED' "$OUT/correctness.log") skipped, $(grep -c '^\[  FAILED' "$OUT/correctness.log") failed lines"
+      grep -E "Failure|^\[  FAILED" -A4 "$OUT/correctness.log" | grep -vE "^--$" | head -40 ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$B/tests/gpu_backend_correctness_test" \
+          --gtest_filter="${SANITIZE_FILTER:-*flash*1x2x17x1000x*:*efficient*1x2x17x1000x*:*flash*2x2x129x257x*:*efficient*2x2x129x257x*}" \
+          > "$OUT/sanitize_$tool.log" 2>&1
+        echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"
+      done ;;
+    perf)
+      "$B/app/attnprof" run --config configs/perf_h200.json --out "$OUT/perf" --quiet > "$OUT/perf.txt" 2> "$OUT/perf.err"
+      echo "perf rc=$?"; head -30 "$OUT/perf.txt" ;;
+    eager)
+      "$B/app/attnprof" run --config configs/perf_h200_eager.json --out "$OUT/eager" --quiet > "$OUT/eager.txt" 2> "$OUT/eager.err"
+      echo "eager rc=$?"; head -16 "$OUT/eager.txt" ;;
+    cudnn919)
+      LD_LIBRARY_PATH=$CUDNN919 "$B/app/attnprof" run --config configs/perf_h200.json --backends cudnn \
+        --out "$OUT/cudnn919" --quiet > "$OUT/cudnn919.txt" 2> "$OUT/cudnn919.err"
+      echo "cudnn 9.19 rc=$?"; head -12 "$OUT/cudnn919.txt" ;;
+    torch)
+      PYTHONUNBUFFERED=1 timeout 300 python3 docs/perf/torch_sdpa_bench.py > "$OUT/torch.jsonl" 2> "$OUT/torch.err"
+      echo "torch rc=$?"
+      python3 docs/perf/compare_torch.py "$OUT/torch.jsonl" "$OUT"/perf/summary.json $( [ -f "$OUT/eager/summary.json" ] && echo "$OUT/eager/summary.json") | tee "$OUT/ratios.md" ;;
+    default)
+      "$B/app/attnprof" run --out "$OUT/default" > "$OUT/default.txt" 2> "$OUT/default.err"; echo "default rc=$?"; tail -40 "$OUT/default.txt" ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
