@@ -84,6 +84,20 @@ std::optional<std::string> context_error() {
   return fmt::format("{} ({})", cudaGetErrorString(status), cudaGetErrorName(status));
 }
 
+// Inputs and outputs must fit before any host memory is spent drawing them; a shape that
+// cannot fit fails with the sizes, not with an allocation error deep inside a backend.
+void require_device_memory(const AttentionProblem& p) {
+  const AttentionShape& s = p.shape;
+  const double io_bytes = attention_min_bytes(p) + 4.0 * s.batch * s.heads * s.seq_q +
+                          (p.has_bias ? 4.0 * s.seq_q * s.seq_kv : 0.0);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (io_bytes > static_cast<double>(free_bytes))
+    throw std::runtime_error(fmt::format("q, k, v and o need {:.1f} GiB of device memory; {:.1f} GiB of {:.1f} GiB are free",
+                                         io_bytes / (1 << 30), static_cast<double>(free_bytes) / (1 << 30),
+                                         static_cast<double>(total_bytes) / (1 << 30)));
+}
+
 struct CaseOutcome {
   CaseStatus status = CaseStatus::ok;
   std::string reason;
@@ -97,6 +111,7 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
   CaseMeasurements& m = out.measured;
   NvtxRange case_range("case " + pc.label);
 
+  require_device_memory(pc.problem);
   std::unique_ptr<DeviceCase> device_case;
   HostInputs inputs;
   {
@@ -199,6 +214,110 @@ CaptureHealth capture_health(const CollectorHealth& h) {
   return c;
 }
 
+// What stays the same across the cases of one sweep.
+struct SweepState {
+  const RunOptions& options;
+  const DeviceProperties& device;
+  ActivityCollector& collector;
+  trace::ChromeTraceWriter& writer;
+  CudaStream stream;
+  std::map<std::string, std::unique_ptr<AttentionBackend>> backends;  // one per variant: plan caches live on
+  std::optional<std::string> lost_context;  // set once a sticky CUDA error makes the rest unrunnable
+  std::uint64_t dropped_so_far = 0;
+};
+
+// Decides whether the case can run, runs it, and records how it ended. Never throws for the
+// case's own failures: they become its status and reason.
+CaseOutcome attempt_case(SweepState& state, const PlannedCase& pc, int index) {
+  CaseOutcome run;
+  run.measured.label = pc.label;
+  run.measured.backend = pc.backend;
+  run.measured.problem = pc.problem;
+  auto& backend = state.backends[pc.backend];
+  if (!backend) backend = find_backend(pc.backend)->make();
+  if (interrupted(state.options)) {
+    run.status = CaseStatus::interrupted;
+    run.reason = "not run: the sweep was interrupted";
+  } else if (state.lost_context) {
+    run.status = CaseStatus::failed;
+    run.reason = "not run: the CUDA context was lost earlier (" + *state.lost_context + ")";
+  } else if (auto why = backend->check_device(state.device)) {
+    run.status = CaseStatus::skipped;
+    run.reason = *why;
+  } else if (auto why_not = backend->check_problem(pc.problem)) {
+    run.status = CaseStatus::skipped;
+    run.reason = *why_not;
+  } else {
+    try {
+      execute_case(*backend, pc, index, state.options, state.collector, state.stream.get(), run);
+    } catch (const BackendUnsupportedError& e) {
+      run.status = CaseStatus::skipped;
+      run.reason = e.what();
+    } catch (const std::exception& e) {
+      run.status = CaseStatus::failed;
+      run.reason = e.what();
+      state.lost_context = context_error();
+    }
+  }
+  return run;
+}
+
+// Drains the case's records after a device sync (so GPU timestamps are final), writes them to
+// the trace and builds the case's summary. Records lost for lack of CUPTI buffers make the
+// case's counts wrong, so the case is marked failed with the count.
+CaseSummary record_case(SweepState& state, CaseOutcome run, int index) {
+  trace::ActivityBatch batch;
+  try {
+    if (!state.lost_context) cudaDeviceSynchronize();
+    batch = state.collector.drain();
+    tag_annotations(batch, index);
+    std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
+    batch.annotations.insert(batch.annotations.end(), on_gpu.begin(), on_gpu.end());
+    state.writer.write(batch);
+  } catch (const std::exception& e) {
+    run.status = CaseStatus::failed;
+    run.reason = std::string("recording the case failed: ") + e.what();
+  }
+  const CollectorHealth health = state.collector.health();
+  const std::uint64_t dropped = health.dropped_records + health.buffers_declined;
+  if (dropped > state.dropped_so_far && run.status == CaseStatus::ok) {
+    run.status = CaseStatus::failed;
+    run.reason = fmt::format("{} activity records were dropped (CUPTI buffers exhausted): the counts are incomplete",
+                             dropped - state.dropped_so_far);
+  }
+  state.dropped_so_far = dropped;
+
+  CaseSummary cs = summarize_case(run.measured, batch, state.device);
+  cs.status = run.status;
+  cs.reason = run.reason;
+  add_findings(cs);
+  add_surprises(cs, state.options.config.expect);
+  return cs;
+}
+
+CaseSummary run_and_record_case(SweepState& state, const PlannedCase& pc, int index) {
+  return record_case(state, attempt_case(state, pc, index), index);
+}
+
+nlohmann::json trace_metadata(const RunOptions& o, const RunSummary& summary) {
+  return {{"tool", "attnprof"},
+          {"version", summary.tool_version},
+          {"command", "run"},
+          {"config_source", summary.config_source},
+          {"config", o.config.document},
+          {"versions",
+           {{"driver", summary.driver_version},
+            {"cuda_runtime", summary.cuda_runtime_version},
+            {"cupti", summary.cupti_version},
+            {"cudnn", summary.cudnn_version}}},
+          {"capture",
+           {{"records", summary.capture.records},
+            {"dropped_records", summary.capture.dropped_records},
+            {"buffers_declined", summary.capture.buffers_declined},
+            {"invalid_timestamps", summary.capture.invalid_timestamps}}},
+          {"summary", summary}};
+}
+
 }  // namespace
 
 std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std::string>& backends) {
@@ -250,63 +369,15 @@ RunOutcome run_sweep(const RunOptions& o) {
   trace::ChromeTraceWriter writer(outcome.trace_path, header);
   for (const PlannedCase& c : cases) writer.add_case({c.label, c.backend});
 
-  CudaStream stream;
-  std::map<std::string, std::unique_ptr<AttentionBackend>> instances;
-  std::optional<std::string> lost_context;
+  SweepState state{o, device, collector, writer};
   const int width = static_cast<int>(std::to_string(cases.size()).size());
-
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const PlannedCase& pc = cases[i];
-    const int index = static_cast<int>(i);
-    CaseOutcome run;
-    run.measured.label = pc.label;
-    run.measured.backend = pc.backend;
-    run.measured.problem = pc.problem;
     if (o.progress != nullptr) {
       std::fprintf(o.progress, "[%*zu/%zu] %s ... ", width, i + 1, cases.size(), pc.label.c_str());
       std::fflush(o.progress);
     }
-
-    auto& backend = instances[pc.backend];
-    if (!backend) backend = find_backend(pc.backend)->make();
-    if (interrupted(o)) {
-      run.status = CaseStatus::interrupted;
-      run.reason = "not run: the sweep was interrupted";
-    } else if (lost_context) {
-      run.status = CaseStatus::failed;
-      run.reason = "not run: the CUDA context was lost earlier (" + *lost_context + ")";
-    } else if (auto why = backend->check_device(device)) {
-      run.status = CaseStatus::skipped;
-      run.reason = *why;
-    } else if (auto why_not = backend->check_problem(pc.problem)) {
-      run.status = CaseStatus::skipped;
-      run.reason = *why_not;
-    } else {
-      try {
-        execute_case(*backend, pc, index, o, collector, stream.get(), run);
-      } catch (const BackendUnsupportedError& e) {
-        run.status = CaseStatus::skipped;
-        run.reason = e.what();
-      } catch (const std::exception& e) {
-        run.status = CaseStatus::failed;
-        run.reason = e.what();
-        lost_context = context_error();
-      }
-    }
-
-    // The case's records: drained after a device sync so GPU timestamps are final.
-    if (!lost_context) cudaDeviceSynchronize();
-    trace::ActivityBatch batch = collector.drain();
-    tag_annotations(batch, index);
-    std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
-    batch.annotations.insert(batch.annotations.end(), on_gpu.begin(), on_gpu.end());
-    writer.write(batch);
-
-    CaseSummary cs = summarize_case(run.measured, batch, device);
-    cs.status = run.status;
-    cs.reason = run.reason;
-    add_findings(cs);
-    add_surprises(cs, o.config.expect);
+    CaseSummary cs = run_and_record_case(state, pc, static_cast<int>(i));
     if (o.progress != nullptr) {
       std::fprintf(o.progress, "%s\n", progress_result(cs).c_str());
       std::fflush(o.progress);
@@ -316,23 +387,7 @@ RunOutcome run_sweep(const RunOptions& o) {
 
   summary.interrupted = interrupted(o);
   summary.capture = capture_health(collector.health());
-  nlohmann::json metadata = {{"tool", "attnprof"},
-                             {"version", summary.tool_version},
-                             {"command", "run"},
-                             {"config_source", summary.config_source},
-                             {"config", o.config.document},
-                             {"versions",
-                              {{"driver", summary.driver_version},
-                               {"cuda_runtime", summary.cuda_runtime_version},
-                               {"cupti", summary.cupti_version},
-                               {"cudnn", summary.cudnn_version}}},
-                             {"capture",
-                              {{"records", summary.capture.records},
-                               {"dropped_records", summary.capture.dropped_records},
-                               {"buffers_declined", summary.capture.buffers_declined},
-                               {"invalid_timestamps", summary.capture.invalid_timestamps}}},
-                             {"summary", summary}};
-  writer.finish(metadata);
+  writer.finish(trace_metadata(o, summary));
   write_json_atomically(outcome.summary_path.string(), nlohmann::json(summary));
 
   bool all_ok = !summary.interrupted;
