@@ -1,0 +1,40 @@
+// Host launchers of the FlashAttention-2-style fused forward kernel. Plain C++: callable from
+// g++-compiled code (lib/backends/flash.cpp); no CUDA device types appear here.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "core/types.hpp"
+
+namespace attnprof::kernels {
+
+// One forward problem. q, k, v, o: [batch, heads, seq, head_dim] contiguous, 16-byte aligned;
+// lse: [batch, heads, seq_q] fp32 natural-log logsumexp of the scaled scores, or null to skip it.
+struct FlashParams {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+  int batch = 0;
+  int heads = 0;
+  int seq_q = 0;
+  int seq_kv = 0;
+  float scale = 0.f;       // softmax scale applied to q.k
+  float scale_log2 = 0.f;  // scale * log2(e): the kernel exponentiates in base 2
+};
+
+// The instantiations that exist: bf16 and fp16, head dims 64 and 128, causal and not.
+bool flash_has_kernel(DType dtype, int head_dim);
+
+// Dynamic shared memory one block of the kernel for this head dim needs (bytes).
+int flash_smem_bytes(int head_dim);
+
+// One-time set-up of one instantiation: raises its dynamic shared-memory limit past 48 KB and
+// prefers the shared-memory carveout so that two blocks fit per SM.
+cudaError_t flash_prepare(DType dtype, int head_dim, bool causal);
+
+// Enqueues exactly one kernel launch on `stream`; the caller checks the launch.
+void flash_forward(const FlashParams& params, DType dtype, int head_dim, bool causal, cudaStream_t stream);
+
+}  // namespace attnprof::kernels

@@ -1,0 +1,17 @@
+// flash forward: bf16, head dim 64, non-causal.
+#include "flash/flash_fwd_instances.hpp"
+#include "flash/flash_fwd_kernel.cuh"
+
+namespace attnprof::kernels {
+
+template <>
+cudaError_t prepare_flash_fwd<DType::bf16, 64, false>() {
+  return flash::prepare_kernel<flash::TraitsFor<DType::bf16, 64>, false>();
+}
+
+template <>
+void run_flash_fwd<DType::bf16, 64, false>(const FlashParams& params, cudaStream_t stream) {
+  flash::launch_kernel<flash::TraitsFor<DType::bf16, 64>, false>(params, stream);
+}
+
+}  // namespace attnprof::kernels

@@ -1,0 +1,570 @@
+// The FlashAttention-2-style forward kernel, generic over FlashFwdTraits (kernel_traits.cuh).
+//
+// One block per (query tile of kBlockM rows, head, batch); each of the kWarps warps owns
+// kWarpRows of those rows and needs no other warp's results (split-Q). K and V stream through
+// shared memory in tiles of kBlockN keys, kStages deep, with cp.async. Per tile:
+//   S = Q K^T          mma.sync m16n8k16, Q and K by ldmatrix from swizzled shared memory
+//   mask               only on tiles that hold a tail key or cross the causal diagonal
+//   online softmax     exp2 domain, scale*log2(e) folded into one FFMA, quad shuffles for the max
+//   O += P V           P stays in registers (the C fragment of S is the A fragment of PV),
+//                      V by ldmatrix.trans
+// O is normalised by 1/l once at the end; the score matrix never leaves registers.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/types.hpp"
+#include "flash/flash.hpp"
+#include "flash/kernel_traits.cuh"
+
+namespace attnprof::kernels::flash {
+
+// ---------------------------------------------------------------------------------------------
+// PTX wrappers
+
+__device__ __forceinline__ uint32_t shared_address(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+// 16 bytes global -> shared, bypassing L1.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
+// As cp_async_16, but when !valid no global byte is read (src-size 0) and the 16 shared bytes
+// are zero-filled, so the tails of Q/K/V tiles hold zeros, never garbage.
+__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Waits until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Four 8x8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j, and register j of
+// lane t receives row t/4, columns 2(t%4), 2(t%4)+1 of matrix j.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// As ldmatrix_x4, transposed: register j of lane t receives rows 2(t%4), 2(t%4)+1, column t/4.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// d += a * b for one m16n8k16 tile, fp32 accumulation.
+template <typename Element>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<Element, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// MUFU.EX2 directly; exp2(-inf) = +0, which is what masked scores need.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Two floats -> one register of two 16-bit values, `low` in bits 0..15 (the fragment order).
+template <typename Element>
+__device__ __forceinline__ uint32_t pack2(float low, float high) {
+  uint32_t bits;
+  if constexpr (std::is_same_v<Element, __nv_bfloat16>) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+    bits = *reinterpret_cast<const uint32_t*>(&pair);
+  } else {
+    const __half2 pair = __floats2half2_rn(low, high);
+    bits = *reinterpret_cast<const uint32_t*>(&pair);
+  }
+  return bits;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Register economy
+//
+// O (kMTiles x kOTiles x 4 floats) and S (kMTiles x kSTiles x 4) fill most of the 255 registers,
+// and ptxas spends the rest on loads in flight; a few more live values and it spills. So:
+// - the per-lane running row sums live in shared memory (RowSums), not in registers;
+// - values derived from %tid / %ctaid are recomputed where they are used, from reads the
+//   compiler may not hoist (ptxas may still merge the reads themselves: one register each);
+// - P V waits, through a data dependency, until all of P is packed (see attend_tile).
+// Any change here must be re-checked with -Xptxas -v: zero spills is a requirement.
+
+// Special registers read through volatile asm, so that what is derived from them (copy and
+// ldmatrix addresses, row indices) is not hoisted out of the main loop into live registers.
+__device__ __forceinline__ int fresh_thread_index() {
+  int value;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(value));
+  return value;
+}
+__device__ __forceinline__ int fresh_block_index_x() {
+  int value;
+  asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(value));
+  return value;
+}
+__device__ __forceinline__ int fresh_block_index_y() {
+  int value;
+  asm volatile("mov.u32 %0, %%ctaid.y;\n" : "=r"(value));
+  return value;
+}
+__device__ __forceinline__ int fresh_block_index_z() {
+  int value;
+  asm volatile("mov.u32 %0, %%ctaid.z;\n" : "=r"(value));
+  return value;
+}
+
+// Shared-memory layout: Q tile | K stages | V stages | row sums.
+template <typename Traits>
+struct SmemLayout {
+  static constexpr int kQ = 0;
+  static constexpr int kK = Traits::kQBytes;
+  static constexpr int kV = kK + Traits::kStages * Traits::kKVTileBytes;
+  static constexpr int kRowSums = Traits::kRowSumsOffset;
+  static constexpr int kKVHead = Traits::kKVHeadOffset;
+};
+
+// Where this block works: its first query row (tiles are taken in reverse so that causal's
+// longest tiles start first and the short ones fill the tail) and its (batch, head).
+__device__ __forceinline__ int block_first_row(int block_rows) {
+  return (static_cast<int>(gridDim.x) - 1 - fresh_block_index_x()) * block_rows;
+}
+__device__ __forceinline__ int64_t block_head(const FlashParams& params) {
+  return static_cast<int64_t>(fresh_block_index_z()) * params.heads + fresh_block_index_y();
+}
+
+// This lane's running sums of its (kMTiles x 2) rows, one float each, [row slot][thread] so a
+// warp's accesses are conflict-free. Only the owning thread touches its slots: no barrier needed.
+template <typename Traits>
+__device__ __forceinline__ float& row_sum_slot(unsigned char* smem, int mi, int h) {
+  return reinterpret_cast<float*>(smem + SmemLayout<Traits>::kRowSums)[(mi * 2 + h) * Traits::kThreads +
+                                                                       fresh_thread_index()];
+}
+
+// One thread's share of copying a [rows, head_dim] tile: 16-byte chunk `chunk` of rows
+// row, row + kRowsPerPass, ... The rows step by a multiple of 8, so the swizzled chunk is fixed.
+template <typename Traits>
+struct TileCopy {
+  static constexpr int kRowsPerPass = Traits::kThreads / Traits::kChunksPerRow;
+  uint32_t smem;  // byte offset inside the tile of the first copy
+  int row;        // tile row of the first copy
+  int elem;       // element offset inside the tile of the first copy
+
+  __device__ __forceinline__ static TileCopy of_thread(int tid) {
+    const int row = tid / Traits::kChunksPerRow;
+    const int chunk = tid % Traits::kChunksPerRow;
+    return {static_cast<uint32_t>(row * Traits::kRowBytes + ((chunk ^ (row & 7)) << 4)), row,
+            row * Traits::kHeadDim + chunk * 8};
+  }
+
+  // Copies rows [0, kRows) of the tile starting at `tile` into the shared tile at `dst`,
+  // zero-filling rows >= valid_rows. Every tile but the last is whole and takes the branch
+  // with no per-row test, where the copies' addresses differ by constants only.
+  template <int kRows>
+  __device__ __forceinline__ void copy(uint32_t dst, const typename Traits::Element* tile, int valid_rows) const {
+    constexpr int kPasses = kRows / kRowsPerPass;
+    constexpr int kPassElems = kRowsPerPass * Traits::kHeadDim;
+    constexpr int kPassBytes = kRowsPerPass * Traits::kRowBytes;
+    const auto* first = tile + elem;
+    dst += smem;
+    if (valid_rows >= kRows) {
+#pragma unroll
+      for (int pass = 0; pass < kPasses; ++pass) cp_async_16(dst + pass * kPassBytes, first + pass * kPassElems);
+    } else {
+      const int rows_left = valid_rows - row;
+#pragma unroll
+      for (int pass = 0; pass < kPasses; ++pass) {
+        const bool valid = pass * kRowsPerPass < rows_left;
+        // An invalid row reads nothing; point it at the tile's first row, which always exists.
+        cp_async_16_zfill(dst + pass * kPassBytes, valid ? first + pass * kPassElems : tile, valid);
+      }
+    }
+  }
+};
+
+// Issues this thread's copies of K/V tile n (keys n*kBlockN ...) into stage n % kStages;
+// kv_head is the element offset of this block's (batch, head) in k and v.
+template <typename Traits>
+__device__ __forceinline__ void copy_kv_tile(const FlashParams& params, uint32_t smem, int64_t kv_head, int n) {
+  using Element = typename Traits::Element;
+  const TileCopy<Traits> plan = TileCopy<Traits>::of_thread(fresh_thread_index());
+  const int64_t offset = kv_head + static_cast<int64_t>(n) * Traits::kBlockN * Traits::kHeadDim;
+  const int valid_rows = params.seq_kv - n * Traits::kBlockN;
+  const uint32_t stage = smem + (n % Traits::kStages) * Traits::kKVTileBytes;
+  plan.template copy<Traits::kBlockN>(stage + SmemLayout<Traits>::kK, static_cast<const Element*>(params.k) + offset,
+                                      valid_rows);
+  plan.template copy<Traits::kBlockN>(stage + SmemLayout<Traits>::kV, static_cast<const Element*>(params.v) + offset,
+                                      valid_rows);
+}
+
+// Shared addresses of the rows a lane points ldmatrix at, with the lane's swizzle term in bits
+// 4..6. Dynamic shared memory starts 128-byte aligned and every tile is a multiple of 128
+// bytes, so bits 4..6 of a row's address are otherwise zero. Row r of a tile keeps its 16-byte
+// chunk c at chunk c ^ (r % 8). Every ldmatrix row a lane addresses has r % 8 == lane % 8 and
+// wants chunk 2*step + (one lane bit), so the physical chunk is (2*step) ^ x with a per-lane x:
+// x is stored here once and chunk_address() XORs in 2*step.
+template <typename Traits>
+struct FragmentRows {
+  uint32_t q;  // Q, A operand: lanes 0-15 rows 0-15 at chunk 2*step, lanes 16-31 the same rows at +1
+  uint32_t k;  // K (stage 0), B operand for two n8 tiles: lanes 0-7 keys 0-7 at chunk 2*step,
+               // 8-15 keys 0-7 at +1, 16-23 keys 8-15 at 2*step, 24-31 keys 8-15 at +1
+  uint32_t v;  // V (stage 0), B operand via .trans: lanes 0-15 keys 0-15 at chunk 2*step, 16-31 at +1
+
+  __device__ __forceinline__ static FragmentRows of_thread(uint32_t smem, int tid) {
+    constexpr int kRowBytes = Traits::kRowBytes;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const uint32_t qv_xor = static_cast<uint32_t>((lane >> 4) ^ (lane & 7));
+    const uint32_t k_xor = static_cast<uint32_t>(((lane >> 3) & 1) ^ (lane & 7));
+    return {smem + SmemLayout<Traits>::kQ + (warp * Traits::kWarpRows + (lane & 15)) * kRowBytes + (qv_xor << 4),
+            smem + SmemLayout<Traits>::kK + (((lane >> 4) << 3) + (lane & 7)) * kRowBytes + (k_xor << 4),
+            smem + SmemLayout<Traits>::kV + (lane & 15) * kRowBytes + (qv_xor << 4)};
+  }
+};
+
+// Address of 16-byte chunk `chunk` (compile-time after unrolling) of the row a FragmentRows
+// address points at: the XOR flips only the swizzled chunk bits, the high chunk bit is added.
+__device__ __forceinline__ uint32_t chunk_address(uint32_t row, int chunk) {
+  return (row ^ static_cast<uint32_t>((chunk & 7) << 4)) + static_cast<uint32_t>((chunk & ~7) << 4);
+}
+
+template <typename Traits>
+struct Accumulators {
+  float o[Traits::kMTiles][Traits::kOTiles][4];  // unnormalised output, m16n8 C fragments
+  float row_max[Traits::kMTiles][2];             // raw (unscaled) running max of rows g and g+8
+};
+
+// ---------------------------------------------------------------------------------------------
+// One K/V tile: S = Q K^T, mask, online softmax, O += P V.
+
+template <typename Traits, bool kCausal, bool kMasked>
+__device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned char* smem, int n, int n_end,
+                                            Accumulators<Traits>& acc) {
+  using Element = typename Traits::Element;
+  constexpr int kMTiles = Traits::kMTiles;
+  constexpr int kSTiles = Traits::kSTiles;
+  constexpr int kOTiles = Traits::kOTiles;
+  constexpr int kRowBytes = Traits::kRowBytes;
+  const uint32_t smem_base = shared_address(smem);
+
+  // Tile n's copies by this thread have landed; the barrier publishes every thread's copies and
+  // guarantees every warp has finished tile n-1, whose stage the prefetch below overwrites.
+  cp_async_wait<Traits::kStages - 2>();
+  __syncthreads();
+  if (n + Traits::kStages - 1 < n_end) {
+    // Read back from shared memory rather than held in registers through the loop.
+    const int64_t kv_head = *reinterpret_cast<const int64_t*>(smem + SmemLayout<Traits>::kKVHead);
+    copy_kv_tile<Traits>(params, smem_base, kv_head, n + Traits::kStages - 1);
+  }
+  cp_async_commit();  // committed even when empty, so group i always holds tile i
+
+  const FragmentRows<Traits> rows = FragmentRows<Traits>::of_thread(smem_base, fresh_thread_index());
+  const uint32_t stage_offset = (n % Traits::kStages) * Traits::kKVTileBytes;
+  const uint32_t k_row = rows.k + stage_offset;
+  const uint32_t v_row = rows.v + stage_offset;
+
+  // S = Q K^T. A (Q, 16x16): matrices (rows 0-7 | 8-15) x (cols 0-7 | 8-15) from lanes 0-7,
+  // 8-15, 16-23, 24-31. B (K^T): one x4 covers keys 16np..16np+15 (two n8 tiles) x k16.
+  float s[kMTiles][kSTiles][4];
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+    for (int nt = 0; nt < kSTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[mi][nt][e] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < Traits::kHeadDim / 16; ++kk) {
+    uint32_t a[kMTiles][4];
+#pragma unroll
+    for (int mi = 0; mi < kMTiles; ++mi) ldmatrix_x4(a[mi], chunk_address(rows.q, 2 * kk) + mi * 16 * kRowBytes);
+#pragma unroll
+    for (int np = 0; np < kSTiles / 2; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, chunk_address(k_row, 2 * kk) + np * 16 * kRowBytes);
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi) {
+        mma_16816<Element>(s[mi][2 * np], a[mi], b[0], b[1]);
+        mma_16816<Element>(s[mi][2 * np + 1], a[mi], b[2], b[3]);
+      }
+    }
+  }
+
+  // Element (mi, nt, 2h + e) is query row first_row + 16mi + 8h and key n*kBlockN + 8nt +
+  // 2(lane%4) + e, where first_row is row lane/4 of the warp's rows.
+  if constexpr (kMasked) {
+    const int tid = fresh_thread_index();
+    const int first_row = block_first_row(Traits::kBlockM) + (tid >> 5) * Traits::kWarpRows + ((tid & 31) >> 2);
+    const int key0 = n * Traits::kBlockN + 2 * (tid & 3);
+#pragma unroll
+    for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = first_row + 16 * mi + 8 * h;
+        // Top-left causal alignment (PyTorch SDPA): row i sees keys 0..i.
+        const int limit = kCausal ? min(params.seq_kv, row + 1) : params.seq_kv;
+#pragma unroll
+        for (int nt = 0; nt < kSTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (key0 + 8 * nt + e >= limit) s[mi][nt][2 * h + e] = -INFINITY;
+      }
+  }
+
+  // Online softmax. The four lanes of a quad share a row: max over the quad by two shuffles;
+  // the sum stays per lane until the end (rescaling is linear).
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float row_max = acc.row_max[mi][h];
+#pragma unroll
+      for (int nt = 0; nt < kSTiles; ++nt) row_max = fmaxf(row_max, fmaxf(s[mi][nt][2 * h], s[mi][nt][2 * h + 1]));
+      row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, 1));
+      row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, 2));
+      // A row with every key so far masked keeps max -inf; subtracting 0 then gives exp2(-inf) = 0.
+      const float max_scaled = row_max == -INFINITY ? 0.f : row_max * params.scale_log2;
+      const float rescale = exp2_approx(acc.row_max[mi][h] * params.scale_log2 - max_scaled);
+      acc.row_max[mi][h] = row_max;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kSTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = exp2_approx(fmaf(s[mi][nt][2 * h + e], params.scale_log2, -max_scaled));
+          s[mi][nt][2 * h + e] = p;
+          sum += p;
+        }
+      float& row_sum = row_sum_slot<Traits>(smem, mi, h);
+      row_sum = row_sum * rescale + sum;
+#pragma unroll
+      for (int dt = 0; dt < kOTiles; ++dt) {
+        acc.o[mi][dt][2 * h] *= rescale;
+        acc.o[mi][dt][2 * h + 1] *= rescale;
+      }
+    }
+
+  // P as A fragments: k16 step kk spans S tiles 2kk (a0..a3) and 2kk+1 (a4..a7).
+  uint32_t p[kMTiles][kSTiles / 2][4];
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+    for (int kk = 0; kk < kSTiles / 2; ++kk) {
+      p[mi][kk][0] = pack2<Element>(s[mi][2 * kk][0], s[mi][2 * kk][1]);
+      p[mi][kk][1] = pack2<Element>(s[mi][2 * kk][2], s[mi][2 * kk][3]);
+      p[mi][kk][2] = pack2<Element>(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
+      p[mi][kk][3] = pack2<Element>(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
+    }
+
+  // Keeps ptxas from starting P V (and its V loads) before the last P is packed: interleaving
+  // them keeps unconverted scores live beside O, and spills. A packed pair of probabilities in
+  // [0, 1] is never all ones, so v_dep is always v_row.
+  const uint32_t v_dep = p[kMTiles - 1][kSTiles / 2 - 1][3] == 0xffffffffu ? 0u : v_row;
+
+  // O += P V. B (V, k = key, n = head-dim column) via ldmatrix.trans of row-major V: one x4
+  // covers keys 16kk..16kk+15 (matrices 0/1 and 2/3) x columns 16dp..16dp+15 (two n8 tiles).
+#pragma unroll
+  for (int kk = 0; kk < kSTiles / 2; ++kk)
+#pragma unroll
+    for (int dp = 0; dp < kOTiles / 2; ++dp) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, chunk_address(v_dep, 2 * dp) + kk * 16 * kRowBytes);
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi) {
+        mma_16816<Element>(acc.o[mi][2 * dp], p[mi][kk], b[0], b[1]);
+        mma_16816<Element>(acc.o[mi][2 * dp + 1], p[mi][kk], b[2], b[3]);
+      }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Epilogue: O / l to o through shared memory, logsumexp to lse.
+
+template <typename Traits>
+__device__ __forceinline__ void write_output(const FlashParams& params, Accumulators<Traits>& acc,
+                                             unsigned char* smem) {
+  using Element = typename Traits::Element;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  constexpr int kRowBytes = Traits::kRowBytes;
+  constexpr int kChunksPerRow = Traits::kChunksPerRow;
+  constexpr int kWarpRows = Traits::kWarpRows;
+  const int tid = fresh_thread_index();
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int m0 = block_first_row(Traits::kBlockM);
+  const int64_t head = block_head(params);
+  const int seq_q = params.seq_q;
+
+  // Tile 0 holds key 0, which every row sees, so every row's sum is > 0.
+  float* lse = params.lse != nullptr ? params.lse + head * seq_q : nullptr;
+#pragma unroll
+  for (int mi = 0; mi < Traits::kMTiles; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum_slot<Traits>(smem, mi, h);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inverse = 1.f / sum;
+      const int row = m0 + warp * kWarpRows + 16 * mi + 8 * h + (lane >> 2);
+      if (lse != nullptr && (lane & 3) == 0 && row < seq_q) lse[row] = acc.row_max[mi][h] * params.scale + logf(sum);
+#pragma unroll
+      for (int dt = 0; dt < Traits::kOTiles; ++dt) {
+        acc.o[mi][dt][2 * h] *= inverse;
+        acc.o[mi][dt][2 * h + 1] *= inverse;
+      }
+    }
+
+  // O goes out through this warp's own rows of the Q tile (no other warp ever reads them), so
+  // that global stores are 16-byte and coalesced. Same swizzle as every tile.
+  __syncwarp();
+#pragma unroll
+  for (int mi = 0; mi < Traits::kMTiles; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int local_row = warp * kWarpRows + 16 * mi + 8 * h + (lane >> 2);
+#pragma unroll
+      for (int dt = 0; dt < Traits::kOTiles; ++dt) {
+        const int offset =
+            SmemLayout<Traits>::kQ + local_row * kRowBytes + ((dt ^ (local_row & 7)) << 4) + 4 * (lane & 3);
+        *reinterpret_cast<uint32_t*>(smem + offset) = pack2<Element>(acc.o[mi][dt][2 * h], acc.o[mi][dt][2 * h + 1]);
+      }
+    }
+  __syncwarp();
+  Element* o_tile = static_cast<Element*>(params.o) + (head * seq_q + m0) * kHeadDim;
+#pragma unroll
+  for (int i = 0; i < kWarpRows * kChunksPerRow / 32; ++i) {
+    const int index = i * 32 + lane;
+    const int tile_row = warp * kWarpRows + index / kChunksPerRow;
+    const int chunk = index % kChunksPerRow;
+    if (m0 + tile_row < seq_q) {
+      const uint4 value = *reinterpret_cast<const uint4*>(smem + SmemLayout<Traits>::kQ + tile_row * kRowBytes +
+                                                          ((chunk ^ (tile_row & 7)) << 4));
+      *reinterpret_cast<uint4*>(o_tile + tile_row * kHeadDim + chunk * 8) = value;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel
+
+template <typename Traits, bool kCausal>
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
+    flash_fwd_kernel(const __grid_constant__ FlashParams params) {
+  using Element = typename Traits::Element;
+  constexpr int kBlockM = Traits::kBlockM;
+  constexpr int kBlockN = Traits::kBlockN;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // cp.async, bf16 mma.sync and ldmatrix need sm_80; fail loudly, never silently
+#else
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t smem_base = shared_address(smem);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int m0 = block_first_row(kBlockM);
+  const int seq_q = params.seq_q;
+  const int seq_kv = params.seq_kv;
+
+  // Causal: keys past the tile's last (real) row are never seen. Tiles [0, n_unmasked) hold
+  // only keys every row of the tile sees; [n_unmasked, n_end) need element masks.
+  const int kv_limit = kCausal ? min(seq_kv, min(seq_q, m0 + kBlockM)) : seq_kv;
+  const int n_end = (kv_limit + kBlockN - 1) / kBlockN;
+  const int n_unmasked = (kCausal ? min(seq_kv, m0 + 1) : seq_kv) / kBlockN;
+
+  // Prologue: Q with K/V tile 0 in group 0, tiles 1..kStages-2 in groups of their own.
+  const int64_t head = block_head(params);
+  const int64_t kv_head = head * seq_kv * Traits::kHeadDim;
+  // Published to the other threads by the first tile's barrier.
+  if (tid == 0) *reinterpret_cast<int64_t*>(smem + SmemLayout<Traits>::kKVHead) = kv_head;
+  const Element* q_tile = static_cast<const Element*>(params.q) + (head * seq_q + m0) * Traits::kHeadDim;
+  TileCopy<Traits>::of_thread(tid).template copy<kBlockM>(smem_base + SmemLayout<Traits>::kQ, q_tile, seq_q - m0);
+#pragma unroll
+  for (int n = 0; n < Traits::kStages - 1; ++n) {
+    if (n < n_end) copy_kv_tile<Traits>(params, smem_base, kv_head, n);
+    cp_async_commit();
+  }
+
+  Accumulators<Traits> acc;
+#pragma unroll
+  for (int mi = 0; mi < Traits::kMTiles; ++mi) {
+#pragma unroll
+    for (int dt = 0; dt < Traits::kOTiles; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc.o[mi][dt][e] = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      acc.row_max[mi][h] = -INFINITY;
+      row_sum_slot<Traits>(smem, mi, h) = 0.f;
+    }
+  }
+
+  int n = 0;
+  for (; n < n_unmasked; ++n) attend_tile<Traits, kCausal, false>(params, smem, n, n_end, acc);
+  for (; n < n_end; ++n) attend_tile<Traits, kCausal, true>(params, smem, n, n_end, acc);
+
+  write_output<Traits>(params, acc, smem);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side of one instantiation
+
+template <DType kDType>
+struct ElementOf;
+template <>
+struct ElementOf<DType::bf16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct ElementOf<DType::fp16> {
+  using type = __half;
+};
+
+template <DType kDType, int kHeadDim>
+using TraitsFor = std::conditional_t<kHeadDim == 64, FlashFwdTraitsD64<typename ElementOf<kDType>::type>,
+                                     FlashFwdTraitsD128<typename ElementOf<kDType>::type>>;
+
+template <typename Traits, bool kCausal>
+cudaError_t prepare_kernel() {
+  const auto kernel = &flash_fwd_kernel<Traits, kCausal>;
+  cudaError_t status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+  if (status != cudaSuccess) return status;
+  // Two blocks per SM need 2 x (smem + 1 KB reserved) of the unified L1/shared storage.
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                              cudaSharedmemCarveoutMaxShared);
+}
+
+template <typename Traits, bool kCausal>
+void launch_kernel(const FlashParams& params, cudaStream_t stream) {
+  // Query tiles on x (no 65535 limit), heads on y, batch on z.
+  const dim3 grid(static_cast<unsigned>((params.seq_q + Traits::kBlockM - 1) / Traits::kBlockM),
+                  static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
+  flash_fwd_kernel<Traits, kCausal><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
+}
+
+}  // namespace attnprof::kernels::flash
