@@ -1,0 +1,183 @@
+// The flash backend beyond the generic output check: its logsumexp against the float64
+// reference on every shape class (1, 17, 1000, 4097, seq_q != seq_kv, both causal settings, both
+// dtypes, d64/d128), a null lse pointer, grids with many heads and batches, bitwise repeatability
+// (a moving result is a race), and the reasons it gives for what it rejects.
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "backends/backend.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_info.hpp"
+#include "runner/device_case.hpp"
+
+namespace attnprof {
+namespace {
+
+AttentionBackend& flash() {
+  static const std::unique_ptr<AttentionBackend> backend = find_backend("flash")->make();
+  return *backend;
+}
+
+AttentionProblem make_problem(AttentionShape shape, int head_dim, DType dtype, bool causal) {
+  shape.head_dim = head_dim;
+  AttentionProblem p;
+  p.shape = shape;
+  p.dtype = dtype;
+  p.causal = causal;
+  return p;
+}
+
+void skip_unless_device_supported() {
+  if (auto reason = flash().check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+}
+
+std::vector<AttentionProblem> lse_cases() {
+  const std::vector<AttentionShape> shapes = {
+      {1, 2, 1, 1, 0},    {1, 2, 17, 17, 0},   {2, 3, 1000, 1000, 0}, {1, 2, 4097, 4097, 0},
+      {1, 2, 17, 1000, 0}, {1, 2, 1000, 17, 0}, {2, 2, 129, 257, 0},   {1, 1, 64, 64, 0},
+  };
+  std::vector<AttentionProblem> cases;
+  for (DType dtype : {DType::bf16, DType::fp16})
+    for (int d : {64, 128})
+      for (const AttentionShape& s : shapes)
+        for (bool causal : {false, true}) cases.push_back(make_problem(s, d, dtype, causal));
+  return cases;
+}
+
+std::string case_name(const testing::TestParamInfo<AttentionProblem>& info) {
+  std::string name = case_label("flash", info.param);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+class FlashLogsumexp : public testing::TestWithParam<AttentionProblem> {};
+
+TEST_P(FlashLogsumexp, OutputAndLogsumexpMatchFloat64Reference) {
+  skip_unless_device_supported();
+  const AttentionProblem& problem = GetParam();
+  ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
+  const std::uint64_t seed = std::random_device{}();
+  const HostInputs inputs = make_host_inputs(problem, seed);
+  DeviceCase device_case(inputs);
+  CudaStream stream;
+  const Verification v = run_and_verify(flash(), inputs, device_case, stream.get(), /*check_lse=*/true);
+  EXPECT_TRUE(v.passed) << case_label("flash", problem) << " seed " << seed << ": " << v.detail;
+  EXPECT_EQ(v.non_finite, 0);
+  EXPECT_GE(v.lse_max_abs_error, 0.0) << "logsumexp was not compared";
+  std::printf("  %-48s rel.err %.3e  lse max.abs %.3e\n", case_label("flash", problem).c_str(), v.relative_error,
+              v.lse_max_abs_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashLogsumexp, testing::ValuesIn(lse_cases()), case_name);
+
+// lse == nullptr: the output is still right and the lse buffer is never written.
+TEST(Flash, NullLogsumexpIsNotWritten) {
+  skip_unless_device_supported();
+  for (bool causal : {false, true}) {
+    const AttentionProblem problem = make_problem({2, 3, 300, 200, 0}, 128, DType::bf16, causal);
+    const HostInputs inputs = make_host_inputs(problem, std::random_device{}());
+    DeviceCase device_case(inputs);
+    CudaStream stream;
+    flash().prepare(problem, stream.get());
+    device_case.poison_outputs(stream.get());
+    AttentionBuffers buffers = device_case.buffers();
+    buffers.lse = nullptr;
+    flash().run(problem, buffers, stream.get());
+    CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    const Verification v = verify_attention(inputs, device_case.read_output(stream.get()));
+    EXPECT_TRUE(v.passed) << v.detail;
+    const std::vector<float> lse = device_case.read_lse(stream.get());
+    std::uint32_t poison = 0;
+    std::memset(&poison, kPoisonByte, sizeof(poison));
+    for (std::size_t i = 0; i < lse.size(); ++i) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &lse[i], sizeof(bits));
+      ASSERT_EQ(bits, poison) << "lse[" << i << "] was written although lse was null";
+    }
+  }
+}
+
+// Many heads and batches (grid.y / grid.z), a ragged last query tile, fp16.
+TEST(Flash, ManyHeadsAndBatches) {
+  skip_unless_device_supported();
+  for (bool causal : {false, true}) {
+    const AttentionProblem problem = make_problem({3, 70, 65, 130, 0}, 64, DType::fp16, causal);
+    const std::uint64_t seed = std::random_device{}();
+    const HostInputs inputs = make_host_inputs(problem, seed);
+    DeviceCase device_case(inputs);
+    CudaStream stream;
+    const Verification v = run_and_verify(flash(), inputs, device_case, stream.get(), true);
+    EXPECT_TRUE(v.passed) << case_label("flash", problem) << " seed " << seed << ": " << v.detail;
+  }
+}
+
+// Two runs on the same inputs give the same bits: the kernel has no order-dependent reduction,
+// so any difference is a race (a missing barrier or a stage reused too early).
+TEST(Flash, RepeatedRunsAreBitwiseIdentical) {
+  skip_unless_device_supported();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      const AttentionProblem problem = make_problem({2, 8, 1500, 1100, 0}, d, DType::bf16, causal);
+      const HostInputs inputs = make_host_inputs(problem, std::random_device{}());
+      DeviceCase device_case(inputs);
+      CudaStream stream;
+      flash().prepare(problem, stream.get());
+      std::vector<float> first;
+      std::vector<float> first_lse;
+      for (int run = 0; run < 3; ++run) {
+        device_case.poison_outputs(stream.get());
+        flash().run(problem, device_case.buffers(), stream.get());
+        CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        std::vector<float> out = device_case.read_output(stream.get());
+        std::vector<float> lse = device_case.read_lse(stream.get());
+        if (run == 0) {
+          first = std::move(out);
+          first_lse = std::move(lse);
+          continue;
+        }
+        ASSERT_EQ(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)), 0)
+            << case_label("flash", problem) << ": output differs between runs";
+        ASSERT_EQ(std::memcmp(lse.data(), first_lse.data(), lse.size() * sizeof(float)), 0)
+            << case_label("flash", problem) << ": logsumexp differs between runs";
+      }
+    }
+}
+
+TEST(Flash, RejectsWhatItCannotRunWithAReason) {
+  const AttentionProblem base = make_problem({1, 2, 17, 17, 0}, 64, DType::bf16, false);
+  EXPECT_FALSE(flash().check_problem(base).has_value());
+
+  AttentionProblem d96 = base;
+  d96.shape.head_dim = 96;
+  ASSERT_TRUE(flash().check_problem(d96).has_value());
+  EXPECT_NE(flash().check_problem(d96)->find("head_dim 64 and 128 (got 96)"), std::string::npos)
+      << *flash().check_problem(d96);
+
+  AttentionProblem fp32 = base;
+  fp32.dtype = DType::fp32;
+  ASSERT_TRUE(flash().check_problem(fp32).has_value());
+  EXPECT_NE(flash().check_problem(fp32)->find("bf16 and fp16"), std::string::npos);
+
+  AttentionProblem bias = base;
+  bias.has_bias = true;
+  ASSERT_TRUE(flash().check_problem(bias).has_value());
+  EXPECT_NE(flash().check_problem(bias)->find("bias"), std::string::npos);
+
+  DeviceProperties turing = sm90_reference_properties();
+  turing.compute_major = 7;
+  turing.compute_minor = 5;
+  ASSERT_TRUE(flash().check_device(turing).has_value());
+  EXPECT_NE(flash().check_device(turing)->find("8.0"), std::string::npos);
+  EXPECT_FALSE(flash().check_device(sm90_reference_properties()).has_value());
+}
+
+}  // namespace
+}  // namespace attnprof
