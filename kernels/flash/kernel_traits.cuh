@@ -28,7 +28,7 @@ struct FlashFwdTraits {
   static constexpr int kOTiles = kHeadDim / 8;
 
   // Shared memory rows are head_dim elements: 128 or 256 bytes, stored in 16-byte chunks whose
-  // index is XORed with (row % 8), so the 8 rows an ldmatrix phase reads hit 8 distinct banks groups.
+  // index is XORed with (row % 8), so the 8 rows an ldmatrix phase reads hit 8 distinct bank groups.
   static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
   static constexpr int kChunksPerRow = kRowBytes / 16;
   static constexpr int kQBytes = kBlockM * kRowBytes;
@@ -49,8 +49,10 @@ struct FlashFwdTraits {
   static_assert(kStages >= 2);
 };
 
-// FA2's choices for A100/H100: d64 128x128, d128 128x64, 4 warps. K and V double-buffered:
-// d64 16 + 2x2x16 = 80 KB, d128 32 + 2x2x16 = 96 KB, so two blocks fit in an SM's 228 KB.
+// d128: FA2's A100/H100 choice, 128x64 with 4 warps. d64: 128x64 as well, not FA2's 128x128:
+// with 128 keys S takes 128 registers and ptxas spills. K and V double-buffered:
+// d128 32 + 2x2x16 KB + 2 KB row sums = 98 KB, d64 16 + 2x2x8 + 2 = 50 KB, so two blocks fit in
+// an SM's 228 KB; 255 (d128) / 218-233 (d64) registers x 128 threads also allow exactly two.
 template <typename Element>
 using FlashFwdTraitsD64 = FlashFwdTraits<Element, 64, 128, 64, 4, 2>;
 template <typename Element>
