@@ -19,8 +19,8 @@ trace::SweepTag decode_tag(std::uint64_t id) {
   trace::SweepTag tag;
   tag.case_index = static_cast<int>(static_cast<std::uint32_t>(id >> 32)) - 1;
   const auto phase = static_cast<std::uint8_t>((id >> 24) & 0xffu);
-  tag.phase = phase <= static_cast<std::uint8_t>(trace::Phase::iteration) ? static_cast<trace::Phase>(phase)
-                                                                           : trace::Phase::none;
+  tag.phase = phase <= static_cast<std::uint8_t>(trace::Phase::metrics) ? static_cast<trace::Phase>(phase)
+                                                                         : trace::Phase::none;
   tag.iteration = static_cast<int>(id & 0xffffffu) - 1;
   return tag;
 }

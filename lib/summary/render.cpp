@@ -112,9 +112,18 @@ std::string render_human(const RunSummary& s, bool markdown) {
   }
   out += layout(main_columns, rows, markdown);
 
-  const std::vector<Column> kernel_columns = {{"case", false},     {"dominant kernel", false}, {"regs", true},
-                                              {"block", true},     {"grid", true},             {"smem", true},
-                                              {"occupancy", true}, {"limited by", false},      {"launch api", false}};
+  std::vector<Column> kernel_columns = {{"case", false},     {"dominant kernel", false}, {"regs", true},
+                                        {"block", true},     {"grid", true},             {"smem", true},
+                                        {"occupancy", true}, {"limited by", false},      {"launch api", false}};
+  // Columns for --metrics dram / tensor only when some kernel has them.
+  bool any_dram = false, any_tensor = false;
+  for (const CaseSummary& c : s.cases)
+    if (const KernelSummary* k = c.dominant_kernel()) {
+      any_dram = any_dram || k->dram_throughput_percent.has_value();
+      any_tensor = any_tensor || k->tensor_pipe_percent.has_value();
+    }
+  if (any_dram) kernel_columns.push_back({"dram", true});
+  if (any_tensor) kernel_columns.push_back({"tensor pipe", true});
   rows.clear();
   for (const CaseSummary& c : s.cases) {
     const KernelSummary* k = c.dominant_kernel();
@@ -124,6 +133,14 @@ std::string render_human(const RunSummary& s, bool markdown) {
     rows.push_back({c.label, shorten(shorten_name(k->name), markdown ? 120 : 48), std::to_string(k->registers_per_thread),
                     format_dims(k->block), format_dims(k->grid), bytes_text(k->shared_bytes), occupancy,
                     k->occupancy_limiter, k->launch_api});
+    if (any_dram) {
+      std::string dram;
+      if (k->dram_throughput_percent) dram = fmt::format("{:.1f}%", *k->dram_throughput_percent);
+      if (k->dram_bytes_per_second) dram += fmt::format(" ({:.0f} GB/s)", *k->dram_bytes_per_second / 1e9);
+      rows.back().push_back(dram);
+    }
+    if (any_tensor)
+      rows.back().push_back(k->tensor_pipe_percent ? fmt::format("{:.1f}%", *k->tensor_pipe_percent) : "");
   }
   if (!rows.empty()) {
     out += markdown ? "\n" : "\n";

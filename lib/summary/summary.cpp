@@ -99,6 +99,9 @@ CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch
       s.theoretical_occupancy_percent = k.occupancy.theoretical_percent;
       s.occupancy_limiter = k.occupancy.limiter;
       s.achieved_occupancy_percent = k.achieved_occupancy_percent;
+      s.dram_throughput_percent = k.dram_throughput_percent;
+      s.dram_bytes_per_second = k.dram_bytes_per_second;
+      s.tensor_pipe_percent = k.tensor_pipe_percent;
       s.launch_api = k.launch_api;
       KernelResources res;
       res.block_threads = k.block[0] * k.block[1] * k.block[2];
@@ -211,6 +214,9 @@ nlohmann::json kernel_json(const KernelSummary& k) {
                       {"occupancy_explanation", k.occupancy_explanation},
                       {"launch_api", k.launch_api}};
   put_optional(j, "achieved_occupancy_percent", k.achieved_occupancy_percent);
+  put_optional(j, "dram_throughput_percent", k.dram_throughput_percent);
+  put_optional(j, "dram_bytes_per_second", k.dram_bytes_per_second);
+  put_optional(j, "tensor_pipe_percent", k.tensor_pipe_percent);
   return j;
 }
 
@@ -230,6 +236,9 @@ KernelSummary kernel_from_json(const nlohmann::json& j) {
   k.occupancy_limiter = j.value("occupancy_limiter", "");
   k.occupancy_explanation = j.value("occupancy_explanation", "");
   k.achieved_occupancy_percent = get_optional<double>(j, "achieved_occupancy_percent");
+  k.dram_throughput_percent = get_optional<double>(j, "dram_throughput_percent");
+  k.dram_bytes_per_second = get_optional<double>(j, "dram_bytes_per_second");
+  k.tensor_pipe_percent = get_optional<double>(j, "tensor_pipe_percent");
   k.launch_api = j.value("launch_api", "");
   return k;
 }

@@ -30,7 +30,10 @@ struct KernelSummary {
   double theoretical_occupancy_percent = 0;
   std::string occupancy_limiter;
   std::string occupancy_explanation;  // "255 registers x 128 threads ... limited by registers"
-  std::optional<double> achieved_occupancy_percent;
+  std::optional<double> achieved_occupancy_percent;  // the --metrics values (range profiler, replayed forward)
+  std::optional<double> dram_throughput_percent;
+  std::optional<double> dram_bytes_per_second;
+  std::optional<double> tensor_pipe_percent;
   std::string launch_api;
 };
 

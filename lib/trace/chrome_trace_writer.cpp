@@ -229,6 +229,10 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
   }
   if (k.achieved_occupancy_percent)
     fmt::format_to(out, ", \"achieved occupancy %\": {:.2f}", *k.achieved_occupancy_percent);
+  if (k.dram_throughput_percent) fmt::format_to(out, ", \"dram throughput %\": {:.2f}", *k.dram_throughput_percent);
+  if (k.dram_bytes_per_second)
+    fmt::format_to(out, ", \"dram bandwidth (GB/s)\": {:.3f}", *k.dram_bytes_per_second / 1e9);
+  if (k.tensor_pipe_percent) fmt::format_to(out, ", \"tensor pipe active %\": {:.2f}", *k.tensor_pipe_percent);
   if (!k.launch_api.empty()) {
     buffer_.append(std::string_view(", \"launch api\": "));
     append_json_string(buffer_, k.launch_api);

@@ -11,12 +11,13 @@ const char* to_string(Phase phase) {
     case Phase::verify: return "verify";
     case Phase::warmup: return "warmup";
     case Phase::iteration: return "iter";
+    case Phase::metrics: return "metrics";
   }
   return "none";
 }
 
 std::optional<Phase> parse_phase(const std::string& text) {
-  for (Phase p : {Phase::none, Phase::plan, Phase::verify, Phase::warmup, Phase::iteration})
+  for (Phase p : {Phase::none, Phase::plan, Phase::verify, Phase::warmup, Phase::iteration, Phase::metrics})
     if (text == to_string(p)) return p;
   return std::nullopt;
 }

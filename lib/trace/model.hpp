@@ -12,8 +12,9 @@
 namespace attnprof::trace {
 
 // Where in the sweep an activity happened. Assigned through CUPTI external correlation ids
-// (runs) or NVTX ranges (profiled programs).
-enum class Phase : std::uint8_t { none, plan, verify, warmup, iteration };
+// (runs) or NVTX ranges (profiled programs). `metrics` is the one extra forward replayed under
+// the range profiler (--metrics): in the trace, never in per-iteration counts or timings.
+enum class Phase : std::uint8_t { none, plan, verify, warmup, iteration, metrics };
 
 const char* to_string(Phase phase);
 std::optional<Phase> parse_phase(const std::string& text);
@@ -54,6 +55,9 @@ struct KernelActivity {
   int shared_memory_executed = 0;  // SM shared-memory size the driver configured
   Occupancy occupancy;
   std::optional<double> achieved_occupancy_percent;  // from --metrics occupancy (range profiler)
+  std::optional<double> dram_throughput_percent;     // from --metrics dram: % of peak DRAM throughput
+  std::optional<double> dram_bytes_per_second;       // from --metrics dram
+  std::optional<double> tensor_pipe_percent;         // from --metrics tensor: % of active cycles the tensor pipe was busy
   std::string launch_api;  // "cudaLaunchKernel", "cuLaunchKernelEx", ...
   SweepTag tag;
 };
