@@ -9,11 +9,14 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/backend.hpp"
 #include "backends/cudnn_info.hpp"
 #include "check/expectations.hpp"
+#include "collector/kernel_metrics.hpp"
 #include "collector/nvtx_range.hpp"
+#include "collector/range_profiler.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
 #include "gpu/cuda_check.hpp"
@@ -102,11 +105,14 @@ struct CaseOutcome {
   CaseStatus status = CaseStatus::ok;
   std::string reason;
   CaseMeasurements measured;
+  std::optional<MeasuredRanges> metrics;  // --metrics: the replayed forward's ranges
+  std::string metrics_unavailable;        // why the range profiler could not measure
 };
 
 // Everything that happens on the GPU for one case. Throws on CUDA errors; the caller records them.
 void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, const RunOptions& o,
-                  ActivityCollector& collector, cudaStream_t stream, CaseOutcome& out) {
+                  ActivityCollector& collector, KernelMetricsProfiler* metrics, cudaStream_t stream,
+                  CaseOutcome& out) {
   const Config& config = o.config;
   CaseMeasurements& m = out.measured;
   NvtxRange case_range("case " + pc.label);
@@ -174,6 +180,18 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     out.status = CaseStatus::interrupted;
     out.reason = fmt::format("interrupted after {} of {} timed iterations", done, config.iterations);
   }
+
+  // --metrics: one more forward after the timed ones, its kernels replayed by the range profiler;
+  // tagged `metrics`, so it is in the trace but in no timing and no per-iteration count.
+  if (metrics != nullptr && done == config.iterations) {
+    ScopedTag tag(collector, {index, trace::Phase::metrics, -1});
+    NvtxRange range("metrics (replayed)");
+    try {
+      out.metrics = metrics->measure([&] { backend.run(pc.problem, device_case->buffers(), stream); });
+    } catch (const MetricsUnavailableError& e) {
+      out.metrics_unavailable = e.what();
+    }
+  }
 }
 
 // Tags host annotations with the case (the collector cannot: NVTX ranges carry no correlation)
@@ -188,6 +206,8 @@ void tag_annotations(trace::ActivityBatch& batch, int index) {
       a.tag.phase = trace::Phase::warmup;
     } else if (a.name == "verify") {
       a.tag.phase = trace::Phase::verify;
+    } else if (a.name == "metrics (replayed)") {
+      a.tag.phase = trace::Phase::metrics;
     } else if (a.name.rfind("plan", 0) == 0) {
       a.tag.phase = trace::Phase::plan;
       a.tag.iteration = a.name == "plan (cold)" ? 0 : 1;
@@ -224,7 +244,55 @@ struct SweepState {
   std::map<std::string, std::unique_ptr<AttentionBackend>> backends;  // one per variant: plan caches live on
   std::optional<std::string> lost_context;  // set once a sticky CUDA error makes the rest unrunnable
   std::uint64_t dropped_so_far = 0;
+  std::unique_ptr<KernelMetricsProfiler> metrics{};  // --metrics; reset once counters prove unavailable
+  nlohmann::json metrics_info{};                     // what --metrics measured, for the trace's metadata
+  std::vector<std::string> notes{};                  // printed after the case's progress line
 };
+
+// --metrics: one profiler for the whole run. Without counters the run says why once and goes on.
+void start_metrics(SweepState& state) {
+  const RunOptions& o = state.options;
+  state.metrics_info = {{"groups", o.metrics}};
+  try {
+    state.metrics = std::make_unique<KernelMetricsProfiler>(o.device, parse_metric_groups(o.metrics));
+    state.metrics_info["chip"] = state.metrics->chip();
+    state.metrics_info["metrics"] = state.metrics->metric_names();
+    state.metrics_info["passes"] = state.metrics->passes();
+    if (o.progress != nullptr)
+      state.notes.push_back(fmt::format("metrics: {} on {}, {} replay pass(es) per kernel, outside the timed "
+                                        "iterations",
+                                        fmt::join(state.metrics->metric_names(), ", "), state.metrics->chip(),
+                                        state.metrics->passes()));
+  } catch (const MetricsUnavailableError& e) {
+    state.metrics_info["unavailable"] = e.what();
+    state.notes.push_back(fmt::format("metrics unavailable, continuing without them: {}", e.what()));
+  }
+}
+
+// Pairs the replayed forward's ranges with its kernel launches and writes the values into all of
+// the case's kernel records of those names, before the batch is written and summarized.
+void attach_metrics(SweepState& state, trace::ActivityBatch& batch, const CaseOutcome& run, int index) {
+  if (!run.metrics_unavailable.empty()) {
+    state.metrics.reset();
+    state.metrics_info["unavailable"] = run.metrics_unavailable;
+    state.notes.push_back(fmt::format("metrics unavailable, continuing without them: {}", run.metrics_unavailable));
+  }
+  if (!run.metrics) return;
+  auto launches = launches_in_order(batch, index, trace::Phase::metrics);
+  if (launches.size() < run.metrics->ranges.size()) {
+    // The replayed forward's kernel records are missing: the last timed iteration launched the
+    // same kernels in the same order (the CTA check in the match catches it if not).
+    auto last = launches_in_order(batch, index, trace::Phase::iteration, run.measured.iterations - 1);
+    state.notes.push_back(fmt::format("metrics of {}: {} kernel records of the replayed forward for {} ranges; "
+                                      "matching to the {} launches of the last timed iteration",
+                                      run.measured.label, launches.size(), run.metrics->ranges.size(), last.size()));
+    launches = std::move(last);
+  }
+  const RangeMatch match = match_ranges_to_launches(*run.metrics, launches);
+  apply_kernel_metrics(batch, index, trace::Phase::metrics, match.kernels);
+  for (const std::string& problem : match.problems)
+    state.notes.push_back(fmt::format("metrics of {}: {}", run.measured.label, problem));
+}
 
 // Decides whether the case can run, runs it, and records how it ended. Never throws for the
 // case's own failures: they become its status and reason.
@@ -249,7 +317,7 @@ CaseOutcome attempt_case(SweepState& state, const PlannedCase& pc, int index) {
     run.reason = *why_not;
   } else {
     try {
-      execute_case(*backend, pc, index, state.options, state.collector, state.stream.get(), run);
+      execute_case(*backend, pc, index, state.options, state.collector, state.metrics.get(), state.stream.get(), run);
     } catch (const BackendUnsupportedError& e) {
       run.status = CaseStatus::skipped;
       run.reason = e.what();
@@ -271,6 +339,7 @@ CaseSummary record_case(SweepState& state, CaseOutcome run, int index) {
     if (!state.lost_context) cudaDeviceSynchronize();
     batch = state.collector.drain();
     tag_annotations(batch, index);
+    attach_metrics(state, batch, run, index);
     std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
     batch.annotations.insert(batch.annotations.end(), on_gpu.begin(), on_gpu.end());
     state.writer.write(batch);
@@ -370,6 +439,13 @@ RunOutcome run_sweep(const RunOptions& o) {
   for (const PlannedCase& c : cases) writer.add_case({c.label, c.backend});
 
   SweepState state{o, device, collector, writer};
+  if (!o.metrics.empty()) start_metrics(state);
+  std::FILE* notes = o.progress != nullptr ? o.progress : stderr;
+  auto print_notes = [&] {
+    for (const std::string& note : state.notes) std::fprintf(notes, "%s\n", note.c_str());
+    state.notes.clear();
+  };
+  print_notes();
   const int width = static_cast<int>(std::to_string(cases.size()).size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const PlannedCase& pc = cases[i];
@@ -382,12 +458,15 @@ RunOutcome run_sweep(const RunOptions& o) {
       std::fprintf(o.progress, "%s\n", progress_result(cs).c_str());
       std::fflush(o.progress);
     }
+    print_notes();
     summary.cases.push_back(std::move(cs));
   }
 
   summary.interrupted = interrupted(o);
   summary.capture = capture_health(collector.health());
-  writer.finish(trace_metadata(o, summary));
+  nlohmann::json metadata = trace_metadata(o, summary);
+  if (!o.metrics.empty()) metadata["metrics"] = state.metrics_info;
+  writer.finish(metadata);
   write_json_atomically(outcome.summary_path.string(), nlohmann::json(summary));
 
   bool all_ok = !summary.interrupted;
