@@ -1,0 +1,66 @@
+// attnprof_forward: one backend's forward on one shape, a few times, with no CUPTI in the process,
+// so external profilers that need the counters to themselves (Nsight Compute, Nsight Systems) can
+// look at exactly the kernels `attnprof run` launches. Used by docs/perf/occupancy_vs_ncu.sh.
+//   attnprof_forward BACKEND BATCH HEADS SEQ_Q SEQ_KV HEAD_DIM [DTYPE=bf16] [CAUSAL=0] [ITERATIONS=1]
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "backends/backend.hpp"
+#include "core/errors.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_info.hpp"
+#include "gpu/device_memory.hpp"
+#include "runner/device_case.hpp"
+#include "runner/host_inputs.hpp"
+
+int main(int argc, char** argv) {
+  using namespace attnprof;
+  if (argc < 7) {
+    std::fprintf(stderr,
+                 "usage: %s BACKEND BATCH HEADS SEQ_Q SEQ_KV HEAD_DIM [DTYPE=bf16] [CAUSAL=0] [ITERATIONS=1]\n",
+                 argv[0]);
+    return kExitUsage;
+  }
+  try {
+    AttentionProblem problem;
+    problem.shape = {std::stoi(argv[2]), std::stoi(argv[3]), std::stoi(argv[4]), std::stoi(argv[5]),
+                     std::stoi(argv[6])};
+    if (argc > 7) {
+      const auto dtype = parse_dtype(argv[7]);
+      if (!dtype) throw UsageError(std::string("unknown dtype ") + argv[7]);
+      problem.dtype = *dtype;
+    }
+    problem.causal = argc > 8 && std::string(argv[8]) != "0";
+    const int iterations = argc > 9 ? std::stoi(argv[9]) : 1;
+
+    const BackendInfo* info = find_backend(argv[1]);
+    if (info == nullptr) throw UsageError(std::string("unknown backend ") + argv[1]);
+    require_devices();
+    CUDA_CHECK(cudaSetDevice(0));
+    const std::unique_ptr<AttentionBackend> backend = info->make();
+    if (auto why = backend->check_device(query_device_properties(0))) throw UsageError("cannot run here: " + *why);
+    if (auto why = backend->check_problem(problem)) throw UsageError("cannot run this problem: " + *why);
+
+    const HostInputs inputs = make_host_inputs(problem, 1);
+    DeviceCase device_case(inputs);
+    CudaStream stream;
+    backend->prepare(problem, stream.get());
+    for (int i = 0; i < iterations; ++i) backend->run(problem, device_case.buffers(), stream.get());
+    CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    std::printf("%s %s: %d forward(s) done\n", argv[1], case_label(argv[1], problem).c_str(), iterations);
+    return kExitOk;
+  } catch (const NoUsableGpuError& e) {
+    std::fprintf(stderr, "attnprof_forward: %s\n", e.what());
+    return kExitNoGpu;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "attnprof_forward: %s\n", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attnprof_forward: %s\n", e.what());
+    return kExitPartialFailure;
+  }
+}
