@@ -393,6 +393,7 @@ MeasuredRanges KernelMetricsProfiler::measure_once(const std::function<void()>& 
 
   // Work queued before the profiler starts must not land in a range.
   CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::uint8_t> counter_data;  // SetConfig keeps a pointer: must outlive `enabled`
   EnabledRangeProfiler enabled(s.context);
 
   auto size = CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
@@ -402,7 +403,7 @@ MeasuredRanges KernelMetricsProfiler::measure_once(const std::function<void()>& 
   size.maxNumOfRanges = s.options.max_ranges;
   size.maxNumRangeTreeNodes = static_cast<std::uint32_t>(s.options.max_ranges);
   PROFILER_CHECK(cuptiRangeProfilerGetCounterDataSize(&size));
-  std::vector<std::uint8_t> counter_data(size.counterDataSize);
+  counter_data.resize(size.counterDataSize);
 
   auto init = CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
   init.pRangeProfilerObject = enabled.get();
