@@ -1,0 +1,111 @@
+// Reads a Chrome-trace JSON file, ours or one torch.profiler (Kineto) exported, in one streaming
+// pass: the top-level object is walked token by token, the small header values
+// (deviceProperties, baseTimeNanoseconds, distributedInfo, our `attnprof` object) are kept, and
+// each element of traceEvents is handed to a callback as a small flat record, then forgotten.
+// Memory stays flat however large the file. Errors are TraceFormatError: `malformed` (with line,
+// column and byte offset) or `foreign` (valid JSON that is not a trace).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/device_properties.hpp"
+#include "trace/json_pull_parser.hpp"
+#include "trace/model.hpp"
+
+namespace attnprof::trace {
+
+// The args attnprof reads (Kineto's names and ours); every other arg is skipped unread.
+struct TraceEventArgs {
+  std::optional<std::int64_t> correlation, device, context, stream, cbid, return_value;
+  std::optional<std::int64_t> registers_per_thread, shared_memory, static_shared_memory, dynamic_shared_memory;
+  std::optional<std::int64_t> local_memory_per_thread, shared_memory_config, bytes, value;
+  std::optional<std::array<int, 3>> grid, block, cluster;
+  std::optional<double> theoretical_occupancy_percent, achieved_occupancy_percent;
+  std::optional<double> dram_throughput_percent, dram_gb_per_second, tensor_pipe_percent;  // --metrics
+  std::optional<std::int64_t> active_blocks_per_sm, block_limit_registers, block_limit_shared_memory,
+      block_limit_warps, block_limit_blocks;  // from the "occupancy" object
+  std::optional<std::string> occupancy_limiter, occupancy_error, copy_kind, launch_api;
+  std::optional<std::int64_t> case_index, iteration;
+  std::optional<std::string> phase, case_label, backend;
+  std::optional<std::string> metadata_name;  // args.name of an "M" event
+
+  void clear() { *this = TraceEventArgs{}; }
+};
+
+// One element of traceEvents, flattened. Valid only during the callback.
+struct TraceEvent {
+  std::uint64_t index = 0;  // position in traceEvents
+  std::string ph, cat, name;
+  std::uint64_t pid = 0, tid = 0;  // string pids/tids (allowed by Perfetto) are hashed
+  std::optional<std::int64_t> ts_ns, dur_ns;  // ts and dur as written, in nanoseconds, exact
+  std::optional<std::uint64_t> id;
+  std::string bp;
+  TraceEventArgs args;
+
+  void clear();
+};
+
+// The header of a trace: what the top-level object holds besides traceEvents.
+struct TraceDocument {
+  std::string source;
+  bool bare_array = false;  // the whole document is an array of events (allowed by the format)
+  std::optional<std::uint64_t> base_time_ns;
+  std::vector<DeviceProperties> devices;  // from deviceProperties
+  std::optional<int> rank;                // distributedInfo.rank
+  nlohmann::json attnprof;                // our metadata object; null in other traces
+  std::string trace_name;
+  std::uint64_t events = 0;
+};
+
+using TraceEventCallback = std::function<void(const TraceEvent& event, const TraceDocument& so_far)>;
+
+// Streams `path`. The document passed with each event holds the header values seen before
+// traceEvents (both writers put them first); the returned one holds them all.
+TraceDocument read_chrome_trace(const std::filesystem::path& path, const TraceEventCallback& on_event);
+TraceDocument read_chrome_trace(JsonPullParser& parser, const TraceEventCallback& on_event);
+
+// deviceProperties entry (Kineto's keys or ours) -> DeviceProperties. Fields Kineto does not
+// write (max blocks per SM, reserved shared memory per block) come from the compute capability.
+DeviceProperties device_properties_from_json(const nlohmann::json& entry);
+
+// Turns trace events into activities of the model: kernels, memcpys, memsets, runtime/driver
+// calls, host and GPU annotations, overheads. Sweep tags come from our "case index"/"phase"/
+// "iteration" args when present. Kernels without our occupancy args (Kineto's) get theoretical
+// occupancy from the trace's deviceProperties, or an H200's when the trace has none (noted).
+class TraceEventConverter {
+ public:
+  std::optional<Activity> convert(const TraceEvent& event, const TraceDocument& document);
+
+  // Our traces write occupancy whenever the run could compute it; a kernel without it stays
+  // without (as in the run's summary). Kineto's kernels never carry ours, so they get it here.
+  bool compute_missing_occupancy = true;
+
+  // The device kernels of `device` are judged against (for occupancy explanations too).
+  const DeviceProperties& device_for(std::uint32_t device, const TraceDocument& document);
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  std::uint64_t to_ns(std::int64_t ts_ns, const TraceDocument& document);
+  KernelActivity kernel(const TraceEvent& e, const TraceDocument& document);
+
+  std::optional<std::int64_t> shift_;  // added to every ts: baseTimeNanoseconds for relative traces
+  std::optional<DeviceProperties> fallback_device_;
+  std::vector<std::string> notes_;
+};
+
+// Theoretical occupancy of `kernel` on `device` from its registers, block and shared memory.
+void fill_theoretical_occupancy(KernelActivity& kernel, const DeviceProperties& device);
+
+// "Memcpy DtoD (Device -> Device)" -> DtoD, "Device", "Device"; "Memset (Device)" -> "Device".
+void parse_memcpy_name(const std::string& name, MemcpyKind& kind, std::string& src, std::string& dst);
+std::string parse_memset_memory(const std::string& name);
+
+}  // namespace attnprof::trace

@@ -1,0 +1,491 @@
+#include "trace/json_pull_parser.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace attnprof::trace {
+namespace {
+
+bool is_digit(int c) { return c >= '0' && c <= '9'; }
+
+int hex_value(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+std::string printable(int c) {
+  if (c < 0) return "end of file";
+  if (c >= 0x20 && c < 0x7f) return fmt::format("'{}'", static_cast<char>(c));
+  return fmt::format("byte 0x{:02x}", c);
+}
+
+bool is_plain_integer(const std::string& t) { return t.find_first_of(".eE") == std::string::npos; }
+
+}  // namespace
+
+const char* describe(JsonToken token) {
+  switch (token) {
+    case JsonToken::begin_object: return "an object";
+    case JsonToken::end_object: return "'}'";
+    case JsonToken::begin_array: return "an array";
+    case JsonToken::end_array: return "']'";
+    case JsonToken::key: return "a member name";
+    case JsonToken::string: return "a string";
+    case JsonToken::number: return "a number";
+    case JsonToken::true_value: return "true";
+    case JsonToken::false_value: return "false";
+    case JsonToken::null_value: return "null";
+    case JsonToken::end_of_input: return "the end of the document";
+  }
+  return "a token";
+}
+
+JsonPullParser::JsonPullParser(const std::filesystem::path& path, std::size_t chunk_bytes)
+    : name_(path.string()), path_(path) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (file_ == nullptr)
+    throw TraceFormatError(TraceFormatError::Kind::malformed,
+                           fmt::format("cannot read {}: {}", name_, std::strerror(errno)));
+  chunk_.resize(chunk_bytes < 16 ? 16 : chunk_bytes);
+  data_ = chunk_.data();
+}
+
+JsonPullParser::JsonPullParser(std::string text, std::string name) : name_(std::move(name)), memory_(std::move(text)) {
+  data_ = memory_.data();
+  end_ = memory_.size();
+  eof_ = true;
+}
+
+JsonPullParser::~JsonPullParser() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+bool JsonPullParser::refill() {
+  if (eof_) return false;
+  consumed_ += end_;
+  pos_ = 0;
+  end_ = std::fread(chunk_.data(), 1, chunk_.size(), file_);
+  if (end_ < chunk_.size()) {
+    if (std::ferror(file_)) fail(fmt::format("reading failed: {}", std::strerror(errno)));
+    eof_ = true;
+  }
+  return end_ > 0;
+}
+
+int JsonPullParser::peek() {
+  if (pos_ == end_ && !refill()) return -1;
+  return static_cast<unsigned char>(data_[pos_]);
+}
+
+void JsonPullParser::skip_whitespace() {
+  for (;;) {
+    while (pos_ < end_) {
+      const char c = data_[pos_];
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+      ++pos_;
+    }
+    if (!refill()) return;
+  }
+}
+
+JsonLocation JsonPullParser::locate(std::uint64_t at) const {
+  // Lines are counted only when an error needs them, so the happy path pays nothing.
+  JsonLocation where;
+  where.offset = at;
+  std::uint64_t line_start = 0;
+  auto count = [&](const char* p, std::size_t n, std::uint64_t base) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (p[i] == '\n') {
+        ++where.line;
+        line_start = base + i + 1;
+      }
+  };
+  if (path_.empty()) {
+    count(memory_.data(), static_cast<std::size_t>(std::min<std::uint64_t>(at, memory_.size())), 0);
+  } else if (std::FILE* f = std::fopen(path_.c_str(), "rb")) {
+    std::vector<char> buffer(1 << 16);
+    std::uint64_t done = 0;
+    while (done < at) {
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), at - done));
+      const std::size_t got = std::fread(buffer.data(), 1, want, f);
+      if (got == 0) break;
+      count(buffer.data(), got, done);
+      done += got;
+    }
+    std::fclose(f);
+  }
+  where.column = at - line_start + 1;
+  return where;
+}
+
+void JsonPullParser::fail(std::string_view message) const { fail_at(token_offset_, message); }
+
+void JsonPullParser::fail_at(std::uint64_t at, std::string_view message) const {
+  const JsonLocation where = locate(at);
+  throw TraceFormatError(TraceFormatError::Kind::malformed,
+                         fmt::format("{}:{}:{} (byte {}): {}", name_, where.line, where.column, where.offset, message),
+                         where);
+}
+
+void JsonPullParser::fail_type(std::string_view what, std::string_view expected) const {
+  std::string found = describe(last_);
+  if (last_ == JsonToken::string || last_ == JsonToken::number) {
+    std::string shown = text_.size() > 40 ? text_.substr(0, 40) + "..." : text_;
+    found += last_ == JsonToken::string ? fmt::format(" \"{}\"", shown) : fmt::format(" {}", shown);
+  }
+  fail(fmt::format("{}: expected {}, found {}", what, expected, found));
+}
+
+std::string JsonPullParser::found_text() const {
+  return pos_ < end_ ? printable(static_cast<unsigned char>(data_[pos_])) : printable(-1);
+}
+
+void JsonPullParser::after_value() {
+  if (stack_.empty()) expect_ = Expect::end_of_input;
+  else expect_ = stack_.back() == '[' ? Expect::comma_or_end_array : Expect::comma_or_end_object;
+}
+
+JsonToken JsonPullParser::close(char container) {
+  ++pos_;
+  stack_.pop_back();
+  after_value();
+  last_ = container == '{' ? JsonToken::end_object : JsonToken::end_array;
+  return last_;
+}
+
+JsonToken JsonPullParser::next() {
+  for (;;) {
+    skip_whitespace();
+    token_offset_ = offset();
+    const int c = pos_ < end_ ? static_cast<unsigned char>(data_[pos_]) : -1;
+    switch (expect_) {
+      case Expect::end_of_input:
+        if (c < 0) return last_ = JsonToken::end_of_input;
+        fail(fmt::format("expected the end of the document after the top-level value, found {}", printable(c)));
+      case Expect::comma_or_end_array:
+        if (c == ',') {
+          ++pos_;
+          expect_ = Expect::value;
+          continue;
+        }
+        if (c == ']') return close('[');
+        if (c < 0) fail("unexpected end of file inside an array: the document is truncated");
+        fail(fmt::format("expected ',' or ']' after an array element, found {}", printable(c)));
+      case Expect::comma_or_end_object:
+        if (c == ',') {
+          ++pos_;
+          expect_ = Expect::key;
+          continue;
+        }
+        if (c == '}') return close('{');
+        if (c < 0) fail("unexpected end of file inside an object: the document is truncated");
+        fail(fmt::format("expected ',' or '}}' after an object member, found {}", printable(c)));
+      case Expect::key_or_end_object:
+        if (c == '}') return close('{');
+        [[fallthrough]];
+      case Expect::key: {
+        if (c != '"') {
+          if (c < 0) fail("unexpected end of file inside an object: the document is truncated");
+          fail(fmt::format("expected a member name in double quotes, found {}", printable(c)));
+        }
+        read_string();
+        skip_whitespace();
+        if (pos_ >= end_) fail_at(offset(), "unexpected end of file after a member name: the document is truncated");
+        if (data_[pos_] != ':')
+          fail_at(offset(), fmt::format("expected ':' after member name \"{}\", found {}", text_, found_text()));
+        ++pos_;
+        expect_ = Expect::value;
+        return last_ = JsonToken::key;
+      }
+      case Expect::value_or_end_array:
+        if (c == ']') return close('[');
+        [[fallthrough]];
+      case Expect::value:
+        switch (c) {
+          case '{':
+          case '[':
+            if (static_cast<int>(stack_.size()) >= kMaxDepth)
+              fail(fmt::format("nesting deeper than {} levels", kMaxDepth));
+            ++pos_;
+            stack_.push_back(static_cast<char>(c));
+            expect_ = c == '{' ? Expect::key_or_end_object : Expect::value_or_end_array;
+            return last_ = c == '{' ? JsonToken::begin_object : JsonToken::begin_array;
+          case '"':
+            read_string();
+            after_value();
+            return last_ = JsonToken::string;
+          case 't':
+            read_literal("true");
+            after_value();
+            return last_ = JsonToken::true_value;
+          case 'f':
+            read_literal("false");
+            after_value();
+            return last_ = JsonToken::false_value;
+          case 'n':
+            read_literal("null");
+            after_value();
+            return last_ = JsonToken::null_value;
+          case -1:
+            fail(stack_.empty() ? "the document is empty: expected a JSON value"
+                                : "unexpected end of file where a value was expected: the document is truncated");
+          default:
+            if (c == '-' || is_digit(c)) {
+              read_number();
+              after_value();
+              return last_ = JsonToken::number;
+            }
+            fail(fmt::format("expected a JSON value (object, array, string, number, true, false or null), found {}",
+                             printable(c)));
+        }
+    }
+  }
+}
+
+void JsonPullParser::read_string() {
+  ++pos_;  // opening quote
+  text_.clear();
+  for (;;) {
+    std::size_t run = pos_;
+    while (run < end_) {
+      const unsigned char ch = static_cast<unsigned char>(data_[run]);
+      if (ch == '"' || ch == '\\' || ch < 0x20) break;
+      ++run;
+    }
+    text_.append(data_ + pos_, run - pos_);
+    pos_ = run;
+    if (pos_ == end_) {
+      if (!refill()) fail("unexpected end of file inside a string: the document is truncated");
+      continue;
+    }
+    const unsigned char ch = static_cast<unsigned char>(data_[pos_]);
+    if (ch == '"') {
+      ++pos_;
+      return;
+    }
+    if (ch < 0x20) fail_at(offset(), fmt::format("control character 0x{:02x} inside a string (must be escaped)", ch));
+    // Backslash escape.
+    ++pos_;
+    const int e = peek();
+    if (e < 0) fail("unexpected end of file inside a string escape: the document is truncated");
+    ++pos_;
+    switch (e) {
+      case '"': text_.push_back('"'); break;
+      case '\\': text_.push_back('\\'); break;
+      case '/': text_.push_back('/'); break;
+      case 'b': text_.push_back('\b'); break;
+      case 'f': text_.push_back('\f'); break;
+      case 'n': text_.push_back('\n'); break;
+      case 'r': text_.push_back('\r'); break;
+      case 't': text_.push_back('\t'); break;
+      case 'u': {
+        auto read_hex4 = [&]() {
+          std::uint32_t value = 0;
+          for (int i = 0; i < 4; ++i) {
+            const int h = hex_value(peek());
+            if (h < 0) fail_at(offset(), "expected four hex digits after \\u in a string");
+            ++pos_;
+            value = value * 16 + static_cast<std::uint32_t>(h);
+          }
+          return value;
+        };
+        std::uint32_t cp = read_hex4();
+        if (cp >= 0xD800 && cp <= 0xDBFF && peek() == '\\') {
+          // A surrogate pair: combine into one code point.
+          ++pos_;
+          if (peek() != 'u') fail_at(offset(), "expected \\u after a high surrogate in a string");
+          ++pos_;
+          const std::uint32_t low = read_hex4();
+          if (low >= 0xDC00 && low <= 0xDFFF) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          else {
+            append_utf8(text_, 0xFFFD);
+            cp = low;
+          }
+        } else if (cp >= 0xD800 && cp <= 0xDFFF) {
+          cp = 0xFFFD;  // a lone surrogate
+        }
+        append_utf8(text_, cp);
+        break;
+      }
+      default:
+        fail_at(offset() - 1, fmt::format("invalid escape \\{} in a string", printable(e)));
+    }
+  }
+}
+
+void JsonPullParser::read_number() {
+  text_.clear();
+  auto take = [&]() {
+    text_.push_back(data_[pos_]);
+    ++pos_;
+  };
+  auto digits = [&](const char* where) {
+    if (!is_digit(peek())) fail_at(offset(), fmt::format("expected a digit {} in a number, found {}", where, found_text()));
+    while (is_digit(peek())) take();
+  };
+  if (peek() == '-') take();
+  if (peek() == '0') {
+    take();
+    if (is_digit(peek())) fail_at(offset(), "a number must not have a leading zero");
+  } else {
+    digits("after '-'");
+  }
+  if (peek() == '.') {
+    take();
+    digits("after the decimal point");
+  }
+  if (peek() == 'e' || peek() == 'E') {
+    take();
+    if (peek() == '+' || peek() == '-') take();
+    digits("in the exponent");
+  }
+  const int c = peek();
+  if (c >= 0 && (std::isalpha(c) || c == '.' || c == '"'))
+    fail_at(offset(), fmt::format("unexpected {} right after the number {}", printable(c), text_));
+}
+
+void JsonPullParser::read_literal(const char* word) {
+  const std::uint64_t start = offset();
+  for (const char* p = word; *p != '\0'; ++p) {
+    if (peek() != static_cast<unsigned char>(*p)) {
+      fail_at(start, fmt::format("invalid literal: expected {}", word));
+    }
+    ++pos_;
+  }
+  const int c = peek();
+  if (c >= 0 && std::isalnum(c)) fail_at(start, fmt::format("invalid literal: expected {}", word));
+}
+
+void JsonPullParser::skip_value() {
+  if (last_ != JsonToken::begin_object && last_ != JsonToken::begin_array) return;
+  const int target = depth() - 1;
+  while (depth() > target) next();
+}
+
+nlohmann::json JsonPullParser::read_value() {
+  switch (last_) {
+    case JsonToken::begin_object: {
+      nlohmann::json object = nlohmann::json::object();
+      while (next() == JsonToken::key) {
+        std::string key = text_;
+        next();
+        object[key] = read_value();
+      }
+      return object;
+    }
+    case JsonToken::begin_array: {
+      nlohmann::json array = nlohmann::json::array();
+      for (JsonToken t = next(); t != JsonToken::end_array; t = next()) array.push_back(read_value());
+      return array;
+    }
+    case JsonToken::string: return text_;
+    case JsonToken::number:
+      if (is_plain_integer(text_)) {
+        if (text_[0] == '-') return as_int64("number");
+        return as_uint64("number");
+      }
+      return as_double("number");
+    case JsonToken::true_value: return true;
+    case JsonToken::false_value: return false;
+    case JsonToken::null_value: return nullptr;
+    default: fail(fmt::format("expected a value, found {}", describe(last_)));
+  }
+}
+
+std::int64_t JsonPullParser::as_int64(std::string_view what) const {
+  if (last_ != JsonToken::number) fail_type(what, "an integer");
+  if (is_plain_integer(text_)) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text_.c_str(), &end, 10);
+    if (errno == ERANGE) fail(fmt::format("{}: {} does not fit in 64 bits", what, text_));
+    return v;
+  }
+  const double v = std::strtod(text_.c_str(), nullptr);
+  if (v != std::floor(v) || std::abs(v) > 9.2e18) fail_type(what, "an integer");
+  return static_cast<std::int64_t>(v);
+}
+
+std::uint64_t JsonPullParser::as_uint64(std::string_view what) const {
+  if (last_ != JsonToken::number || text_[0] == '-') fail_type(what, "a non-negative integer");
+  if (is_plain_integer(text_)) {
+    errno = 0;
+    const unsigned long long v = std::strtoull(text_.c_str(), nullptr, 10);
+    if (errno == ERANGE) fail(fmt::format("{}: {} does not fit in 64 bits", what, text_));
+    return v;
+  }
+  const double v = std::strtod(text_.c_str(), nullptr);
+  if (v != std::floor(v) || v > 1.8e19) fail_type(what, "a non-negative integer");
+  return static_cast<std::uint64_t>(v);
+}
+
+double JsonPullParser::as_double(std::string_view what) const {
+  if (last_ != JsonToken::number) fail_type(what, "a number");
+  return std::strtod(text_.c_str(), nullptr);
+}
+
+std::int64_t JsonPullParser::as_microseconds_in_ns(std::string_view what) const {
+  // Perfetto accepts numeric strings for ts/dur; so do we.
+  if (last_ != JsonToken::number && last_ != JsonToken::string) fail_type(what, "a number of microseconds");
+  const std::string& t = text_;
+  std::size_t i = 0;
+  const bool negative = i < t.size() && t[i] == '-';
+  if (negative) ++i;
+  if (i >= t.size() || !is_digit(static_cast<unsigned char>(t[i]))) fail_type(what, "a number of microseconds");
+  if (t.find_first_of("eE") != std::string::npos) {
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !std::isfinite(v)) fail_type(what, "a number of microseconds");
+    return static_cast<std::int64_t>(std::llround(v * 1000.0));
+  }
+  std::int64_t us = 0;
+  for (; i < t.size() && is_digit(static_cast<unsigned char>(t[i])); ++i) {
+    if (us > (std::numeric_limits<std::int64_t>::max() / 10 - 10) / 1000) fail(fmt::format("{}: {} is too large", what, t));
+    us = us * 10 + (t[i] - '0');
+  }
+  std::int64_t ns = us * 1000;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    std::int64_t scale = 100;
+    bool round_up = false;
+    for (int digit = 0; i < t.size() && is_digit(static_cast<unsigned char>(t[i])); ++i, ++digit) {
+      if (digit < 3) {
+        ns += (t[i] - '0') * scale;
+        scale /= 10;
+      } else if (digit == 3) {
+        round_up = t[i] >= '5';
+      }
+    }
+    if (round_up) ++ns;
+  }
+  if (i != t.size()) fail_type(what, "a number of microseconds");
+  return negative ? -ns : ns;
+}
+
+}  // namespace attnprof::trace
