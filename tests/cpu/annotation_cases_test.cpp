@@ -1,0 +1,108 @@
+// Cases from annotation ranges: top-level ranges per thread, nesting, transparent profiler
+// steps, iterations in order of start, GPU work joined through its launching call, and the
+// fallbacks (no ranges: the whole run; launching threads never hold a range: by time alone).
+#include <gtest/gtest.h>
+
+#include "trace/annotation_cases.hpp"
+
+namespace attnprof::trace {
+namespace {
+
+Annotation range(const std::string& name, std::uint64_t start, std::uint64_t end, std::uint32_t thread = 1) {
+  Annotation a;
+  a.name = name;
+  a.start_ns = start;
+  a.end_ns = end;
+  a.thread = thread;
+  return a;
+}
+
+void launch(ActivityBatch& b, std::uint32_t correlation, std::uint64_t at, std::uint32_t thread = 1) {
+  ApiCall c;
+  c.name = "cudaLaunchKernel";
+  c.correlation = correlation;
+  c.start_ns = at;
+  c.end_ns = at + 5;
+  c.thread = thread;
+  c.launches_work = true;
+  b.api_calls.push_back(c);
+  KernelActivity k;
+  k.name = "k" + std::to_string(correlation);
+  k.correlation = correlation;
+  k.start_ns = at + 1000;
+  k.end_ns = at + 2000;
+  b.kernels.push_back(k);
+}
+
+TEST(AnnotationCases, TopLevelRangesAreCasesAndOccurrencesIterations) {
+  std::vector<Annotation> ranges = {range("b", 300, 400), range("a", 100, 200), range("inner", 110, 120),
+                                    range("a", 500, 600), range("ProfilerStep#0", 0, 1000),
+                                    range("b", 150, 350, 2)};
+  AnnotationCaseIndex index(ranges);
+  ASSERT_EQ(index.cases().size(), 2u);
+  EXPECT_EQ(index.cases()[0].name, "a");
+  EXPECT_EQ(index.cases()[0].occurrences, 2);
+  EXPECT_EQ(index.cases()[1].name, "b");
+  EXPECT_EQ(index.cases()[1].occurrences, 2);  // one on each thread
+
+  EXPECT_EQ(ranges[1].tag.case_index, 0);
+  EXPECT_EQ(ranges[1].tag.iteration, 0);
+  EXPECT_EQ(ranges[3].tag.iteration, 1);
+  EXPECT_EQ(ranges[2].tag.case_index, -1);  // nested
+  EXPECT_EQ(ranges[4].tag.case_index, -1);  // transparent
+  EXPECT_EQ(ranges[5].tag.iteration, 0);    // thread 2's "b" starts first
+  EXPECT_EQ(ranges[0].tag.iteration, 1);
+
+  EXPECT_EQ(index.tag_at(1, 115).case_index, 0);
+  EXPECT_EQ(index.tag_at(1, 250).case_index, -1);
+  EXPECT_EQ(index.tag_at(1, 350).case_index, 1);
+  EXPECT_EQ(index.tag_at(2, 115).case_index, -1);  // thread 2 holds no "a"
+  EXPECT_EQ(index.tag_at(2, 200).case_index, 1);
+  EXPECT_EQ(index.tag_at(3, 115).case_index, -1);
+}
+
+TEST(AnnotationCases, GpuWorkBelongsToTheRangeAroundItsLaunch) {
+  ActivityBatch b;
+  b.annotations = {range("step", 100, 200), range("step", 300, 400)};
+  launch(b, 1, 50);   // before: untagged
+  launch(b, 2, 150);  // step 0 (the kernel itself runs at 1150, long after the range)
+  launch(b, 3, 350);  // step 1
+  launch(b, 4, 360);
+  const CaseAssignment a = assign_cases_from_annotations(b);
+  EXPECT_FALSE(a.whole_run);
+  EXPECT_FALSE(a.matched_by_time_only);
+  ASSERT_EQ(a.cases.size(), 1u);
+  EXPECT_EQ(b.kernels[0].tag.case_index, -1);
+  EXPECT_EQ(b.kernels[1].tag.case_index, 0);
+  EXPECT_EQ(b.kernels[1].tag.phase, Phase::iteration);
+  EXPECT_EQ(b.kernels[1].tag.iteration, 0);
+  EXPECT_EQ(b.kernels[2].tag.iteration, 1);
+  EXPECT_EQ(b.kernels[3].tag.iteration, 1);
+  EXPECT_EQ(b.api_calls[1].tag.iteration, 0);
+}
+
+TEST(AnnotationCases, WithoutRangesTheWholeRunIsOneCase) {
+  ActivityBatch b;
+  launch(b, 1, 50);
+  launch(b, 2, 150);
+  const CaseAssignment a = assign_cases_from_annotations(b);
+  EXPECT_TRUE(a.whole_run);
+  ASSERT_EQ(a.cases.size(), 1u);
+  EXPECT_EQ(a.cases[0].name, kWholeRunCase);
+  for (const KernelActivity& k : b.kernels) {
+    EXPECT_EQ(k.tag.case_index, 0);
+    EXPECT_EQ(k.tag.iteration, 0);
+  }
+}
+
+TEST(AnnotationCases, ThreadNamingsThatNeverMeetFallBackToTime) {
+  ActivityBatch b;
+  b.annotations = {range("step", 100, 200, 999)};
+  launch(b, 1, 150, 1);
+  const CaseAssignment a = assign_cases_from_annotations(b);
+  EXPECT_TRUE(a.matched_by_time_only);
+  EXPECT_EQ(b.kernels[0].tag.case_index, 0);
+}
+
+}  // namespace
+}  // namespace attnprof::trace
