@@ -1,0 +1,156 @@
+#include "summary/program_summary.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/version.hpp"
+#include "summary/findings.hpp"
+#include "trace/chrome_trace_writer.hpp"
+#include "trace/projection.hpp"
+
+namespace attnprof {
+namespace {
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+using Span = std::pair<std::uint64_t, std::uint64_t>;
+
+}  // namespace
+
+AttentionProblem unknown_problem() {
+  AttentionProblem p;
+  p.shape = {0, 0, 0, 0, 0};
+  return p;
+}
+
+std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
+                                                 const trace::ActivityBatch& tagged, const DeviceProperties& device) {
+  std::vector<trace::ActivityBatch> per_case(cases.size());
+  std::vector<std::map<int, Span>> spans(cases.size());
+  auto take = [&](const auto& records, auto member) {
+    for (const auto& r : records) {
+      const int c = r.tag.case_index;
+      if (c < 0 || static_cast<std::size_t>(c) >= cases.size() || r.tag.phase != trace::Phase::iteration) continue;
+      (per_case[static_cast<std::size_t>(c)].*member).push_back(r);
+      auto [it, inserted] = spans[static_cast<std::size_t>(c)].try_emplace(r.tag.iteration, r.start_ns, r.end_ns);
+      if (!inserted) {
+        it->second.first = std::min(it->second.first, r.start_ns);
+        it->second.second = std::max(it->second.second, r.end_ns);
+      }
+    }
+  };
+  take(tagged.kernels, &trace::ActivityBatch::kernels);
+  take(tagged.memcpys, &trace::ActivityBatch::memcpys);
+  take(tagged.memsets, &trace::ActivityBatch::memsets);
+
+  std::vector<CaseSummary> out;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    CaseMeasurements m;
+    m.label = cases[i].name;
+    m.problem = unknown_problem();
+    m.iterations = cases[i].occurrences;
+    // Occurrences without GPU work have no span; they still count as iterations.
+    for (const auto& [iteration, span] : spans[i])
+      m.iteration_us.push_back(static_cast<double>(span.second - span.first) / 1000.0);
+    CaseSummary c = summarize_case(m, per_case[i], device);
+    add_findings(c);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<DeviceProperties>& devices,
+                             const ProgramInfo& info, const CaptureHealth& capture, std::vector<std::string>& notes) {
+  const trace::CaseAssignment assignment = trace::assign_cases_from_annotations(batch);
+  if (assignment.whole_run)
+    notes.push_back("the program opened no NVTX range: the whole run is one case (\"whole run\") of one iteration");
+  if (assignment.matched_by_time_only)
+    notes.push_back("no thread that launched GPU work held an NVTX range: work was matched to ranges by time alone");
+  std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
+  batch.annotations.insert(batch.annotations.end(), on_gpu.begin(), on_gpu.end());
+
+  DeviceProperties device;
+  if (!devices.empty()) {
+    device = devices.front();
+  } else {
+    device = sm90_reference_properties();
+    notes.push_back("no device properties were recorded: occupancy is explained for an NVIDIA H200 (sm_90)");
+  }
+
+  RunSummary s;
+  s.tool_version = kToolVersion;
+  s.config_name = "profile";
+  s.config_source = info.command;
+  s.created_at = utc_now_iso8601();
+  s.device = device;
+  s.driver_version = info.driver_version;
+  s.cupti_version = info.cupti_version;
+  s.capture = capture;
+  s.cases = summarize_program_cases(assignment.cases, batch, device);
+  return s;
+}
+
+void write_program_outputs(const trace::ActivityBatch& batch, const RunSummary& summary,
+                           const std::vector<DeviceProperties>& devices, const ProgramInfo& info,
+                           const std::vector<std::string>& notes, const std::filesystem::path& trace_path,
+                           const std::filesystem::path& summary_path) {
+  // ts is relative to the first record, so every value keeps its nanoseconds.
+  std::uint64_t base = std::numeric_limits<std::uint64_t>::max();
+  auto earliest = [&](const auto& records) {
+    for (const auto& r : records)
+      if (r.start_ns > 0) base = std::min(base, r.start_ns);
+  };
+  earliest(batch.kernels);
+  earliest(batch.memcpys);
+  earliest(batch.memsets);
+  earliest(batch.api_calls);
+  earliest(batch.annotations);
+  earliest(batch.overheads);
+  if (base == std::numeric_limits<std::uint64_t>::max()) base = 0;
+
+  trace::TraceHeader header;
+  header.base_time_ns = base;
+  header.devices = devices;
+  header.host_process = info.pid;
+  const std::string command = info.command.size() > 120 ? info.command.substr(0, 117) + "..." : info.command;
+  header.host_process_name = fmt::format("attnprof profile: {} (pid {})", command, info.pid);
+  header.rank = info.rank;
+  trace::ChromeTraceWriter writer(trace_path, header);
+  for (const CaseSummary& c : summary.cases) writer.add_case({c.label, c.backend});
+  writer.write(batch);
+  nlohmann::json metadata = {{"tool", "attnprof"},
+                             {"version", summary.tool_version},
+                             {"command", "profile"},
+                             {"program", info.command},
+                             {"pid", info.pid},
+                             {"versions",
+                              {{"driver", summary.driver_version}, {"cupti", summary.cupti_version}}},
+                             {"capture",
+                              {{"records", summary.capture.records},
+                               {"dropped_records", summary.capture.dropped_records},
+                               {"buffers_declined", summary.capture.buffers_declined},
+                               {"invalid_timestamps", summary.capture.invalid_timestamps}}},
+                             {"notes", notes},
+                             {"summary", summary}};
+  if (info.rank) metadata["rank"] = *info.rank;
+  writer.finish(metadata);
+  write_json_atomically(summary_path.string(), nlohmann::json(summary));
+}
+
+std::string program_output_name(const std::string& stem, std::uint32_t pid, std::optional<int> rank) {
+  return rank ? fmt::format("{}-rank{}-pid{}.json", stem, *rank, pid) : fmt::format("{}-pid{}.json", stem, pid);
+}
+
+}  // namespace attnprof

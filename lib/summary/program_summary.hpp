@@ -1,0 +1,54 @@
+// Summaries of programs attnprof did not drive: a process under `attnprof profile`, or a trace
+// torch.profiler exported. Cases come from the program's NVTX / record_function ranges
+// (trace/annotation_cases.hpp); each occurrence of a range is one iteration, timed as the span
+// of its GPU work (first start to last end), since no CUDA events bracket it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device_properties.hpp"
+#include "summary/summary.hpp"
+#include "trace/annotation_cases.hpp"
+#include "trace/model.hpp"
+
+namespace attnprof {
+
+// A case that is not an attention problem we know: a zero shape, so no FLOP count and no TFLOP/s.
+AttentionProblem unknown_problem();
+
+// Per-case summaries (with findings) of the GPU records of `tagged` whose tags index `cases`
+// (phase `iteration`, iteration = occurrence). Records of other phases or no case are ignored.
+std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
+                                                 const trace::ActivityBatch& tagged, const DeviceProperties& device);
+
+// What the injection knows about the process it ran in.
+struct ProgramInfo {
+  std::string command;  // the command line, for the summary and the trace's process name
+  std::uint32_t pid = 0;
+  std::optional<int> rank;  // RANK, for multi-process jobs
+  std::string driver_version;  // "580.159.04 (CUDA 13.0)"
+  std::string cupti_version;
+};
+
+// Assigns cases to `batch` from its annotations (whole run without any), projects the
+// top-level ranges onto the GPU streams, and builds the run summary. Appends what the reader of
+// the summary should know to `notes`.
+RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<DeviceProperties>& devices,
+                             const ProgramInfo& info, const CaptureHealth& capture, std::vector<std::string>& notes);
+
+// Writes the batch (already through summarize_program) as a Kineto-compatible trace with the
+// summary inside its `attnprof` metadata, and the summary as JSON.
+void write_program_outputs(const trace::ActivityBatch& batch, const RunSummary& summary,
+                           const std::vector<DeviceProperties>& devices, const ProgramInfo& info,
+                           const std::vector<std::string>& notes, const std::filesystem::path& trace_path,
+                           const std::filesystem::path& summary_path);
+
+// "trace-pid1234.json" / "trace-rank3-pid1234.json" (and "summary-..."): one output per process,
+// so every process of a job that uses CUDA gets its own.
+std::string program_output_name(const std::string& stem, std::uint32_t pid, std::optional<int> rank);
+
+}  // namespace attnprof
