@@ -28,7 +28,7 @@ def main():
             theirs = t.get("tflops") if t else None
             ratio = f"{ours / theirs:.2f}x" if ours and theirs else "-"
             print(f'| {c["backend"]} | {shape} | {"yes" if p["causal"] else "no"} | '
-                  f'{c["timing"]["median_us"]:.1f} | {ours if ours is not None else c["status"]} | '
+                  f'{c["timing"]["median_us"]:.1f} | {f"{ours:.1f}" if ours is not None else c["status"]} | '
                   f'{t.get("median_us", "-") if t else "-"} | {theirs if theirs is not None else "-"} | {ratio} |')
 
 

@@ -39,8 +39,27 @@ def time_us(fn, warmup, iters):
     return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, stops))
 
 
+def kernel_time_us(fn, calls=10):
+    """GPU kernel time per call and kernel names, from torch.profiler (host overhead excluded)."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total, names = 0.0, {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            total += e.device_time
+            names[e.name] = names.get(e.name, 0) + 1
+    return total / calls, {n: c / calls for n, c in names.items()}
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--kernel-times", action="store_true",
+                        help="also report GPU kernel time per call from torch.profiler")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--backends", default="math,manual,efficient,flash,cudnn")
@@ -65,8 +84,13 @@ def main():
                     print(json.dumps({"backend": name, "shape": f"{b}x{h}x{s}x{s}x{d}", "causal": causal,
                                       "error": str(e).splitlines()[0]}), flush=True)
                     continue
-                print(json.dumps({"backend": name, "shape": f"{b}x{h}x{s}x{s}x{d}", "causal": causal,
-                                  "median_us": round(us, 2), "tflops": round(flops / us / 1e6, 1)}), flush=True)
+                row = {"backend": name, "shape": f"{b}x{h}x{s}x{s}x{d}", "causal": causal,
+                       "median_us": round(us, 2), "tflops": round(flops / us / 1e6, 1)}
+                if args.kernel_times:
+                    kernel_us, names = kernel_time_us(fn)
+                    row["kernel_us"] = round(kernel_us, 2)
+                    row["kernels_per_call"] = {n[:90]: c for n, c in names.items()}
+                print(json.dumps(row), flush=True)
             torch.cuda.empty_cache()
 
 
