@@ -26,7 +26,16 @@ for step in "${steps[@]}"; do
           --gtest_filter="${SANITIZE_FILTER:-*flash*1x2x17x1000x*:*efficient*1x2x17x1000x*:*flash*2x2x129x257x*:*efficient*2x2x129x257x*}" \
           > "$OUT/sanitize_$tool.log" 2>&1
         echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"
+        grep -E "^========= (Error|Warning|Race|Invalid)" -A6 "$OUT/sanitize_$tool.log" | head -24
       done ;;
+    sass)
+      # per kernel: tensor-core MMAs, ldmatrix, and local-memory traffic (spills) in the shipped code
+      cuobjdump --dump-sass "$B/app/attnprof" > "$OUT/sass.txt" 2>&1
+      awk '/Function :/ {f=$3} /HMMA/ {h[f]++} /LDSM/ {l[f]++} /LDL|STL/ {s[f]++} /MUFU.EX2/ {m[f]++}
+           END {for (f in h) if (f ~ /flash|efficient/) printf "%-90s HMMA %5d LDSM %4d MUFU.EX2 %4d LDL/STL %d\n", substr(f,1,90), h[f], l[f], m[f], s[f]}' "$OUT/sass.txt" | sort ;;
+    cudnn_kernels)
+      PYTHONUNBUFFERED=1 timeout 200 python3 docs/perf/torch_sdpa_bench.py --kernel-times --backends "${TORCH_BACKENDS:-cudnn}" > "$OUT/torch_kernels.jsonl" 2> "$OUT/torch_kernels.err"
+      echo "torch kernel times rc=$?"; cut -c1-300 "$OUT/torch_kernels.jsonl" ;;
     perf)
       "$B/app/attnprof" run --config configs/perf_h200.json --out "$OUT/perf" --quiet > "$OUT/perf.txt" 2> "$OUT/perf.err"
       echo "perf rc=$?"; head -30 "$OUT/perf.txt" ;;
@@ -43,6 +52,8 @@ for step in "${steps[@]}"; do
       python3 docs/perf/compare_torch.py "$OUT/torch.jsonl" "$OUT"/perf/summary.json $( [ -f "$OUT/eager/summary.json" ] && echo "$OUT/eager/summary.json") | tee "$OUT/ratios.md" ;;
     default)
       "$B/app/attnprof" run --out "$OUT/default" > "$OUT/default.txt" 2> "$OUT/default.err"; echo "default rc=$?"; tail -40 "$OUT/default.txt" ;;
+    pack)
+      (cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude='*/trace.json' . && ls -la logs.tgz) ;;
     *) echo "unknown step $step" ;;
   esac
 done
