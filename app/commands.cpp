@@ -16,8 +16,11 @@
 #include "config/config.hpp"
 #include "core/errors.hpp"
 #include "gpu/device_info.hpp"
+#include "inject/launcher.hpp"
 #include "runner/runner.hpp"
 #include "summary/render.hpp"
+#include "summary/trace_report.hpp"
+#include "trace/json_pull_parser.hpp"
 
 namespace attnprof {
 namespace {
@@ -192,8 +195,57 @@ int check_command(const CheckCommand& o) {
   if (!o.junit_path.empty()) write_text_atomically(o.junit_path, render_junit(report));
   return report.passed() ? kExitOk : kExitRegression;
 }
-int report_command(const ReportCommand&) { throw UsageError("report: not in this build yet"); }
-int profile_command(const ProfileCommand&) { throw UsageError("profile: not in this build yet"); }
+
+int report_command(const ReportCommand& o) {
+  const OutputFormat format = format_of(o.format);
+  TraceReport report;
+  try {
+    TraceReportOptions options;
+    options.known_backends = accepted_backend_names();
+    report = report_from_trace(o.trace_path, options);
+  } catch (const trace::TraceFormatError& e) {
+    std::cerr << "attnprof report: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  for (const std::string& note : report.notes) std::cerr << "attnprof report: note: " << note << "\n";
+  std::cout << render_summary(report.summary, format);
+  if (!o.summary_out.empty()) {
+    write_json_atomically(o.summary_out, nlohmann::json(report.summary));
+    std::cerr << fmt::format("attnprof report: {} ({} events, {}) -> {}\n", o.trace_path, report.events,
+                             report.origin, o.summary_out);
+  }
+  return kExitOk;
+}
+
+int profile_command(const ProfileCommand& o) {
+  const OutputFormat format = format_of(o.format);
+  ProfileLaunch launch;
+  launch.command = o.command;
+  launch.out_dir = o.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("profile-{}", utc_stamp())
+                                     : std::filesystem::path(o.out_dir);
+  if (launch.command.empty())
+    throw UsageError("profile: no command to run; usage: attnprof profile [--out DIR] -- <command> [args...]");
+  launch.inject_library = find_inject_library();
+  const ProfileOutcome outcome = profile_program(launch);
+
+  if (outcome.signal) std::cerr << fmt::format("attnprof profile: the command was ended by signal {}\n", *outcome.signal);
+  if (outcome.processes.empty()) {
+    std::cerr << "attnprof profile: nothing was recorded: no process of the command used CUDA, or none could write "
+                 "its profile (killed with SIGKILL?)\n";
+    return outcome.exit_code;
+  }
+  if (outcome.summary) std::cout << render_summary(load_summary(outcome.summary->string()), format);
+  if (outcome.trace) {
+    std::cerr << fmt::format("attnprof profile: wrote {} (open in ui.perfetto.dev) and {}\n", outcome.trace->string(),
+                             outcome.summary->string());
+  } else {
+    std::cerr << fmt::format("attnprof profile: {} processes used CUDA; each wrote its own trace, {} lists every "
+                             "process's cases:\n",
+                             outcome.processes.size(), outcome.summary ? outcome.summary->string() : "");
+    for (const ProfiledProcess& p : outcome.processes) std::cerr << "  " << p.trace.string() << "\n";
+  }
+  return outcome.exit_code;
+}
 int merge_command(const MergeCommand&) { throw UsageError("merge: not in this build yet"); }
 
 }  // namespace attnprof

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,16 +99,40 @@ int main(int argc, char** argv) {
   profile_cmd->add_option("--out,-o", profile.out_dir, "output directory (default: traces/profile-<UTC time>)");
   profile_cmd->add_option("--format,-f", profile.format, "table, md, csv or json")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
-  profile_cmd->add_option("command", profile.command, "the program and its arguments, after --")->required();
+  profile_cmd->add_option("command", profile.command, "the program and its arguments, after --");
   profile_cmd->prefix_command();
+  profile_cmd->footer(
+      "Exit code: the command's own (128+N when signal N ended it); 2 for a usage error.\n"
+      "SIGINT/SIGTERM sent to attnprof are passed on to the command, which writes its profile before it ends.");
 
   MergeCommand merge;
   CLI::App* merge_cmd = app.add_subcommand("merge", "merge per-rank traces into one trace with a track per rank");
   merge_cmd->add_option("inputs", merge.inputs, "trace files or directories holding them")->required();
   merge_cmd->add_option("--out,-o", merge.out_path, "merged trace path")->required();
 
+  // `profile [options] -- <command...>`: everything after the first "--" is the command, verbatim,
+  // so its own options (-c, --out, ...) never reach attnprof's parser.
+  int parsed_argc = argc;
+  std::optional<std::vector<std::string>> profiled_command;
+  if (argc > 1 && std::string(argv[1]) == "profile")
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--") {
+        profiled_command.emplace(argv + i + 1, argv + argc);
+        parsed_argc = i;
+        break;
+      }
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
+    if (profiled_command) {
+      std::vector<std::string> extras = profile.command;  // words between the options and "--"
+      for (const std::string& r : profile_cmd->remaining()) extras.push_back(r);
+      if (!extras.empty()) throw CLI::ExtrasError(extras);
+      profile.command = *profiled_command;
+    } else if (*profile_cmd && !profile_cmd->remaining().empty()) {
+      // Without "--" the command's own options would be taken for attnprof's.
+      std::cerr << "attnprof profile: put -- before the command: attnprof profile [--out DIR] -- <command...>\n";
+      return kExitUsage;
+    }
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;

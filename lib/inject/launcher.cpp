@@ -1,0 +1,243 @@
+#include "inject/launcher.hpp"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "summary/summary.hpp"
+
+extern char** environ;
+
+namespace attnprof {
+namespace {
+
+volatile sig_atomic_t g_child = 0;
+
+// Signals sent to attnprof itself (kill, timeout, a CI runner) go on to the command. A Ctrl-C
+// on the terminal reaches the whole foreground process group, the command included, so it is
+// not sent twice (the kernel marks those SI_KERNEL, a kill() SI_USER).
+extern "C" void forward_signal(int sig, siginfo_t* info, void*) {
+  const pid_t child = g_child;
+  if (child > 0 && (info == nullptr || info->si_code <= 0)) kill(child, sig);
+}
+
+class SignalForwarding {
+ public:
+  SignalForwarding() {
+    struct sigaction ours {};
+    ours.sa_sigaction = forward_signal;
+    sigemptyset(&ours.sa_mask);
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &ours, &previous_[i]);
+  }
+  ~SignalForwarding() {
+    g_child = 0;
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
+
+const std::regex& output_pattern() {
+  static const std::regex pattern(R"(^(trace|summary)-(?:rank(\d+)-)?pid(\d+)\.json$)");
+  return pattern;
+}
+
+void say(std::FILE* progress, const std::string& text) {
+  if (progress == nullptr) return;
+  std::fprintf(progress, "attnprof profile: %s\n", text.c_str());
+  std::fflush(progress);
+}
+
+// Per-process outputs of an earlier profile into the same directory would be taken for this one's.
+void remove_stale_outputs(const std::filesystem::path& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, output_pattern())) std::filesystem::remove(entry.path());
+  }
+}
+
+std::vector<std::string> child_environment(const ProfileLaunch& launch, std::FILE* progress) {
+  const std::string inject = launch.inject_library.string();
+  std::vector<std::string> env;
+  bool user_nvtx = false;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 || entry.rfind("ATTNPROF_PROFILE_DIR=", 0) == 0) continue;
+    if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0) user_nvtx = true;
+    env.push_back(entry);
+  }
+  env.push_back("CUDA_INJECTION64_PATH=" + inject);
+  // NVTX's loader reads this before the program's first NVTX call; our library forwards to the
+  // libcupti it is bound to (PyTorch may have loaded its own: it must be that one).
+  if (!user_nvtx) env.push_back("NVTX_INJECTION64_PATH=" + inject);
+  else say(progress, "NVTX_INJECTION64_PATH is already set; NVTX ranges go where it says, not to attnprof");
+  env.push_back("ATTNPROF_PROFILE_DIR=" + launch.out_dir.string());
+  return env;
+}
+
+std::filesystem::path self_directory() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+}  // namespace
+
+std::filesystem::path find_inject_library() {
+  constexpr const char* kName = "libattnprof_inject.so";
+  std::vector<std::filesystem::path> candidates;
+  if (const char* env = std::getenv("ATTNPROF_INJECT_LIBRARY"); env != nullptr && *env != '\0') candidates.emplace_back(env);
+  const std::filesystem::path dir = self_directory();
+  if (!dir.empty()) {
+    candidates.push_back(dir / kName);
+    candidates.push_back(dir / ".." / "lib" / kName);
+    candidates.push_back(dir / ".." / "lib" / "inject" / kName);
+  }
+#ifdef ATTNPROF_INJECT_BUILD_PATH
+  candidates.emplace_back(ATTNPROF_INJECT_BUILD_PATH);
+#endif
+  std::string looked;
+  for (const std::filesystem::path& c : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(c, ec)) return std::filesystem::weakly_canonical(c);
+    looked += "\n  " + c.string();
+  }
+  throw std::runtime_error(fmt::format("cannot find {} (build the attnprof_inject target, or set "
+                                       "ATTNPROF_INJECT_LIBRARY); looked in:{}",
+                                       kName, looked));
+}
+
+ProfileOutcome profile_program(const ProfileLaunch& given) {
+  if (given.command.empty() || given.command.front().empty())
+    throw UsageError("profile: no command to run; usage: attnprof profile [--out DIR] -- <command> [args...]");
+  ProfileLaunch launch = given;
+  std::filesystem::create_directories(launch.out_dir);
+  launch.out_dir = std::filesystem::canonical(launch.out_dir);
+  launch.inject_library = std::filesystem::absolute(launch.inject_library);
+  remove_stale_outputs(launch.out_dir);
+
+  std::vector<std::string> env = child_environment(launch, launch.progress);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = launch.command;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  // The command starts with default SIGINT/SIGTERM handling and nothing blocked, whatever ours are.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults, none;
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+
+  ProfileOutcome outcome;
+  SignalForwarding forwarding;  // installed before the spawn, so no signal falls between
+  pid_t child = 0;
+  const int spawn_error = posix_spawnp(&child, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (spawn_error != 0) {
+    say(launch.progress, fmt::format("cannot run '{}': {}", launch.command.front(), std::strerror(spawn_error)));
+    outcome.exit_code = spawn_error == ENOENT ? 127 : 126;
+    return outcome;
+  }
+  g_child = child;
+
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+  }
+  g_child = 0;
+  if (WIFEXITED(status)) {
+    outcome.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    outcome.signal = WTERMSIG(status);
+    outcome.exit_code = 128 + *outcome.signal;
+  }
+
+  // What each process that used CUDA wrote.
+  for (const auto& entry : std::filesystem::directory_iterator(launch.out_dir)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, output_pattern()) || m[1] != "summary") continue;
+    ProfiledProcess p;
+    p.pid = static_cast<std::uint32_t>(std::stoul(m[3].str()));
+    if (m[2].matched) p.rank = std::stoi(m[2].str());
+    p.summary = entry.path();
+    p.trace = launch.out_dir / ("trace" + name.substr(std::string("summary").size()));
+    if (std::filesystem::exists(p.trace)) outcome.processes.push_back(p);
+  }
+  std::sort(outcome.processes.begin(), outcome.processes.end(), [&](const ProfiledProcess& a, const ProfiledProcess& b) {
+    const bool a_root = a.pid == static_cast<std::uint32_t>(child), b_root = b.pid == static_cast<std::uint32_t>(child);
+    if (a_root != b_root) return a_root;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.pid < b.pid;
+  });
+
+  if (outcome.processes.size() == 1) {
+    ProfiledProcess& p = outcome.processes.front();
+    const std::filesystem::path trace = launch.out_dir / "trace.json";
+    const std::filesystem::path summary = launch.out_dir / "summary.json";
+    std::filesystem::rename(p.trace, trace);
+    std::filesystem::rename(p.summary, summary);
+    p.trace = trace;
+    p.summary = summary;
+    outcome.trace = trace;
+    outcome.summary = summary;
+  } else if (outcome.processes.size() > 1) {
+    outcome.summary = combine_process_summaries(outcome.processes, launch.out_dir);
+  }
+  return outcome;
+}
+
+std::filesystem::path combine_process_summaries(const std::vector<ProfiledProcess>& processes,
+                                                const std::filesystem::path& out_dir) {
+  RunSummary combined;
+  bool first = true;
+  for (const ProfiledProcess& p : processes) {
+    RunSummary s = load_summary(p.summary.string());
+    const std::string prefix = p.rank ? fmt::format("[rank {}] ", *p.rank) : fmt::format("[pid {}] ", p.pid);
+    if (first) {
+      combined = s;
+      combined.cases.clear();
+      combined.capture = {};
+      first = false;
+    }
+    combined.capture.records += s.capture.records;
+    combined.capture.dropped_records += s.capture.dropped_records;
+    combined.capture.buffers_declined += s.capture.buffers_declined;
+    combined.capture.invalid_timestamps += s.capture.invalid_timestamps;
+    for (CaseSummary& c : s.cases) {
+      c.label = prefix + c.label;
+      combined.cases.push_back(std::move(c));
+    }
+  }
+  const std::filesystem::path path = out_dir / "summary.json";
+  write_json_atomically(path.string(), nlohmann::json(combined));
+  return path;
+}
+
+}  // namespace attnprof

@@ -1,0 +1,54 @@
+// `attnprof profile -- <command...>`: starts the command with the injection library in its
+// environment (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH, ATTNPROF_PROFILE_DIR), forwards
+// SIGINT/SIGTERM sent to attnprof, waits, and gathers what each process that used CUDA wrote.
+// Knows nothing of CUDA itself: CPU tests drive it with plain programs.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnprof {
+
+struct ProfileLaunch {
+  std::vector<std::string> command;      // program and arguments; the program is looked up in PATH
+  std::filesystem::path out_dir;         // created if missing; per-process outputs land here
+  std::filesystem::path inject_library;  // libattnprof_inject.so (absolute after launch)
+  std::FILE* progress = stderr;          // one line per notable step; nullptr for none
+};
+
+struct ProfiledProcess {
+  std::uint32_t pid = 0;
+  std::optional<int> rank;
+  std::filesystem::path trace;
+  std::filesystem::path summary;
+};
+
+struct ProfileOutcome {
+  int exit_code = 0;                 // the command's: its exit status, or 128 + the signal that ended it
+  std::optional<int> signal;         // the signal that ended it, if one did
+  std::vector<ProfiledProcess> processes;  // what each process that used CUDA wrote
+  // With one process: out_dir/trace.json and out_dir/summary.json. With several, each keeps its
+  // trace-[rank<R>-]pid<N>.json and summary.json lists every process's cases.
+  std::optional<std::filesystem::path> trace;
+  std::optional<std::filesystem::path> summary;
+};
+
+// Where libattnprof_inject.so is: $ATTNPROF_INJECT_LIBRARY, next to the executable, in
+// ../lib or ../lib/inject from it (the build tree), or where the build put it. Throws
+// std::runtime_error listing the places it looked.
+std::filesystem::path find_inject_library();
+
+// Runs the command to completion. Throws UsageError for an empty command; a program that cannot
+// be started gives exit code 127 (not found) or 126 (not executable), as a shell would.
+ProfileOutcome profile_program(const ProfileLaunch& launch);
+
+// Combines the summaries of several processes into out_dir/summary.json, each case label
+// prefixed with "[pid N] " (or "[rank R] ").
+std::filesystem::path combine_process_summaries(const std::vector<ProfiledProcess>& processes,
+                                                const std::filesystem::path& out_dir);
+
+}  // namespace attnprof

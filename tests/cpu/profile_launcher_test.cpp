@@ -1,0 +1,154 @@
+// `attnprof profile`'s launcher with plain (non-CUDA) programs: the environment the command gets,
+// its exit code or signal passed back, signals sent to attnprof passed on, and the per-process
+// outputs gathered (renamed for one process, combined for several).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "inject/launcher.hpp"
+#include "summary/summary.hpp"
+
+namespace attnprof {
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_launcher_test" / name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+ProfileLaunch shell(const std::string& script, const std::filesystem::path& out) {
+  ProfileLaunch launch;
+  launch.command = {"/bin/sh", "-c", script};
+  launch.out_dir = out;
+  launch.inject_library = "/nonexistent/libattnprof_inject.so";  // a shell never loads it
+  launch.progress = nullptr;
+  return launch;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ProfileLauncher, AnEmptyCommandIsAUsageError) {
+  ProfileLaunch launch;
+  launch.out_dir = fresh_dir("empty");
+  EXPECT_THROW(profile_program(launch), UsageError);
+}
+
+TEST(ProfileLauncher, TheCommandsExitCodeComesBack) {
+  EXPECT_EQ(profile_program(shell("exit 0", fresh_dir("exit0"))).exit_code, 0);
+  const ProfileOutcome seven = profile_program(shell("exit 7", fresh_dir("exit7")));
+  EXPECT_EQ(seven.exit_code, 7);
+  EXPECT_FALSE(seven.signal);
+  EXPECT_TRUE(seven.processes.empty());
+}
+
+TEST(ProfileLauncher, ASignalThatEndsTheCommandGives128PlusIt) {
+  const ProfileOutcome o = profile_program(shell("kill -TERM $$", fresh_dir("killed")));
+  EXPECT_EQ(o.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(o.signal, SIGTERM);
+}
+
+TEST(ProfileLauncher, AProgramThatCannotStartGives127) {
+  ProfileLaunch launch = shell("", fresh_dir("missing"));
+  launch.command = {"attnprof-no-such-program-here"};
+  EXPECT_EQ(profile_program(launch).exit_code, 127);
+}
+
+TEST(ProfileLauncher, TheCommandRunsWithTheInjectionInItsEnvironment) {
+  const std::filesystem::path out = fresh_dir("env");
+  ProfileLaunch launch = shell("env > \"$ATTNPROF_PROFILE_DIR/env.txt\"", out);
+  ::unsetenv("NVTX_INJECTION64_PATH");
+  ASSERT_EQ(profile_program(launch).exit_code, 0);
+  const std::string env = read_text(out / "env.txt");
+  EXPECT_NE(env.find("CUDA_INJECTION64_PATH=/nonexistent/libattnprof_inject.so"), std::string::npos) << env;
+  EXPECT_NE(env.find("NVTX_INJECTION64_PATH=/nonexistent/libattnprof_inject.so"), std::string::npos);
+  EXPECT_NE(env.find("ATTNPROF_PROFILE_DIR=" + std::filesystem::canonical(out).string()), std::string::npos);
+}
+
+TEST(ProfileLauncher, SignalsSentToAttnprofReachTheCommand) {
+  const std::filesystem::path out = fresh_dir("forward");
+  std::filesystem::create_directories(out);
+  const std::filesystem::path started = out / "started";
+  std::thread sender([&] {
+    for (int i = 0; i < 500 && !std::filesystem::exists(started); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    kill(getpid(), SIGTERM);  // as `timeout` or a CI runner would
+  });
+  const ProfileOutcome o = profile_program(
+      shell("trap 'exit 5' TERM; touch \"$ATTNPROF_PROFILE_DIR/started\"; while :; do sleep 0.02; done", out));
+  sender.join();
+  EXPECT_EQ(o.exit_code, 5);
+  struct sigaction now {};
+  sigaction(SIGTERM, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);  // attnprof's own handling is back
+}
+
+void write_fake_output(const std::filesystem::path& dir, const std::string& suffix, const std::string& label) {
+  RunSummary s;
+  s.config_name = "profile";
+  s.capture.records = 10;
+  CaseSummary c;
+  c.label = label;
+  s.cases.push_back(c);
+  write_json_atomically((dir / ("summary-" + suffix)).string(), nlohmann::json(s));
+  std::ofstream(dir / ("trace-" + suffix)) << R"({"traceEvents": []})";
+}
+
+TEST(ProfileLauncher, OneProcessesOutputBecomesTraceAndSummary) {
+  const std::filesystem::path out = fresh_dir("one");
+  std::filesystem::create_directories(out);
+  write_fake_output(out, "pid1.json", "stale");  // from an earlier profile: removed first
+  // The child writes what the injection would, under its own pid.
+  ProfileLaunch launch = shell("", out);
+  launch.command = {"/bin/sh", "-c", "cp \"$0/template.json\" \"$ATTNPROF_PROFILE_DIR/summary-pid$$.json\" && "
+                                     "echo '{\"traceEvents\": []}' > \"$ATTNPROF_PROFILE_DIR/trace-pid$$.json\"",
+                    out.string()};
+  RunSummary s;
+  s.cases.resize(1);
+  s.cases[0].label = "sdpa flash";
+  write_json_atomically((out / "template.json").string(), nlohmann::json(s));
+  const ProfileOutcome o = profile_program(launch);
+  ASSERT_EQ(o.processes.size(), 1u);
+  ASSERT_TRUE(o.trace && o.summary);
+  EXPECT_EQ(o.trace->filename(), "trace.json");
+  EXPECT_EQ(load_summary(o.summary->string()).cases.at(0).label, "sdpa flash");
+  EXPECT_FALSE(std::filesystem::exists(out / "summary-pid1.json"));
+}
+
+TEST(ProfileLauncher, SeveralProcessesKeepTheirTracesAndShareOneSummary) {
+  const std::filesystem::path out = fresh_dir("several");
+  std::filesystem::create_directories(out);
+  ProfileLaunch launch = shell("", out);
+  launch.command = {"/bin/sh", "-c", "cp \"$0\"/stash/* \"$ATTNPROF_PROFILE_DIR\"/", out.string()};
+  std::filesystem::create_directories(out / "stash");
+  write_fake_output(out / "stash", "rank1-pid300.json", "b");
+  write_fake_output(out / "stash", "rank0-pid200.json", "a");
+  const ProfileOutcome o = profile_program(launch);
+  ASSERT_EQ(o.processes.size(), 2u);
+  EXPECT_EQ(o.processes[0].rank, 0);
+  EXPECT_FALSE(o.trace);
+  ASSERT_TRUE(o.summary);
+  const RunSummary combined = load_summary(o.summary->string());
+  ASSERT_EQ(combined.cases.size(), 2u);
+  EXPECT_EQ(combined.cases[0].label, "[rank 0] a");
+  EXPECT_EQ(combined.cases[1].label, "[rank 1] b");
+  EXPECT_EQ(combined.capture.records, 20u);
+  EXPECT_TRUE(std::filesystem::exists(out / "trace-rank1-pid300.json"));
+}
+
+}  // namespace
+}  // namespace attnprof
