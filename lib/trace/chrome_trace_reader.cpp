@@ -311,7 +311,7 @@ TraceDocument read_chrome_trace(JsonPullParser& p, const TraceEventCallback& on_
   while (p.next() == JsonToken::key) {
     const std::string key = p.text();
     if (keys.size() < 6) keys.push_back(key);
-    const JsonLocation where = p.location();
+    const std::uint64_t key_offset = p.token_offset();
     p.next();
     if (key == "traceEvents") {
       saw_events = true;
@@ -324,10 +324,7 @@ TraceDocument read_chrome_trace(JsonPullParser& p, const TraceEventCallback& on_
           if (!d.is_object()) throw std::runtime_error("an element is not an object");
           doc.devices.push_back(device_properties_from_json(d));
         } catch (const std::exception& e) {
-          throw TraceFormatError(TraceFormatError::Kind::malformed,
-                                 fmt::format("{}:{}:{} (byte {}): \"deviceProperties\": {}", doc.source, where.line,
-                                             where.column, where.offset, e.what()),
-                                 where);
+          p.fail_at(key_offset, fmt::format("\"deviceProperties\": {}", e.what()));
         }
       }
     } else if (key == "baseTimeNanoseconds") {

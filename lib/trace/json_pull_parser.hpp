@@ -74,7 +74,8 @@ class JsonPullParser {
   const std::string& text() const { return text_; }
   // Nesting depth after the last token (1 inside the top-level object).
   int depth() const { return static_cast<int>(stack_.size()); }
-  // Where the last token started.
+  // Where the last token started: the byte offset is free, line and column cost a re-read.
+  std::uint64_t token_offset() const { return token_offset_; }
   JsonLocation location() const { return locate(token_offset_); }
 
   // After the first token of a value: consume the rest of it (nothing to do for scalars).
