@@ -123,6 +123,10 @@ void flush_outputs(const char* why) {
     info.rank = rank_from_environment();
     info.driver_version = driver_version_text();
     info.cupti_version = ActivityCollector::cupti_version_text();
+    // Which libcupti recorded this process (PyTorch brings its own): worth knowing when it misbehaves.
+    Dl_info cupti{};
+    if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &cupti) != 0 && cupti.dli_fname != nullptr)
+      notes.push_back(fmt::format("recorded by CUPTI {} from {}", info.cupti_version, cupti.dli_fname));
 
     const RunSummary summary = summarize_program(batch, devices, info, capture, notes);
     const std::filesystem::path trace_path = s->out_dir / program_output_name("trace", info.pid, info.rank);
@@ -131,6 +135,7 @@ void flush_outputs(const char* why) {
     log(fmt::format("pid {} ({}): {} kernels, {} memcpy, {} memset in {} case(s) -> {}", info.pid, why,
                     batch.kernels.size(), batch.memcpys.size(), batch.memsets.size(), summary.cases.size(),
                     trace_path.string()));
+    for (const std::string& note : notes) log(fmt::format("pid {}: {}", info.pid, note));
     if (!capture.complete())
       log(fmt::format("pid {}: {} records dropped, {} buffer requests declined: the trace is incomplete", info.pid,
                       capture.dropped_records, capture.buffers_declined));
