@@ -33,6 +33,14 @@ timeout 300 "$A" profile --out "$WORK/sdpa_attnprof" -- python3 docs/examples/sd
 echo "attnprof profile rc=$?"
 cp "$WORK/sdpa_attnprof/summary.json" "$OUT/sdpa_attnprof_summary.json" 2>/dev/null
 ls -la "$WORK/sdpa_attnprof"
+if ! grep -q '"label": "sdpa' "$WORK/sdpa_attnprof/summary.json" 2>/dev/null; then
+  # No NVTX case: try NVTX straight into the libcupti PyTorch loaded, to tell forwarding from CUPTI.
+  CUPTI=$(python3 -c 'import torch; print(next((l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l), ""))')
+  step "fallback: NVTX_INJECTION64_PATH=$CUPTI (no sdpa case above)"
+  NVTX_INJECTION64_PATH=$CUPTI timeout 300 "$A" profile --out "$WORK/sdpa_attnprof_cupti" -- \
+    python3 docs/examples/sdpa_backends.py --iterations 10 --causal 1
+  echo "fallback rc=$?"
+fi
 
 step "python3 docs/examples/sdpa_backends.py --torch-profiler (torch.profiler's counts)"
 timeout 300 python3 docs/examples/sdpa_backends.py --iterations 10 --torch-profiler "$WORK/sdpa_torch_trace.json"

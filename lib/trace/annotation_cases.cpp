@@ -5,7 +5,11 @@
 
 namespace attnprof::trace {
 
-bool is_transparent_range(const std::string& name) { return name.rfind("ProfilerStep#", 0) == 0; }
+bool is_transparent_range(const std::string& name) {
+  // torch.profiler's steps, and the per-operator ranges torch.autograd.profiler.emit_nvtx() adds
+  // ("aten::matmul, seq = 12"): they hold the user's ranges or sit beside them, never a case.
+  return name.rfind("ProfilerStep#", 0) == 0 || name.rfind("aten::", 0) == 0;
+}
 
 AnnotationCaseIndex::AnnotationCaseIndex(std::vector<Annotation>& annotations) {
   // Per thread, a range is top-level when it starts at or after the end of the last top-level

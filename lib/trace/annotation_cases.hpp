@@ -20,7 +20,8 @@ struct AnnotationCase {
   int occurrences = 0;
 };
 
-// Ranges that group others without being a case: torch.profiler's "ProfilerStep#N".
+// Ranges that group others without being a case: torch.profiler's "ProfilerStep#N", and the
+// operator ranges of emit_nvtx() ("aten::..."); the ranges inside them can be cases.
 bool is_transparent_range(const std::string& name);
 
 // The top-level ranges of host annotations, indexed by thread for look-ups by time.

@@ -37,7 +37,7 @@ void launch(ActivityBatch& b, std::uint32_t correlation, std::uint64_t at, std::
 TEST(AnnotationCases, TopLevelRangesAreCasesAndOccurrencesIterations) {
   std::vector<Annotation> ranges = {range("b", 300, 400), range("a", 100, 200), range("inner", 110, 120),
                                     range("a", 500, 600), range("ProfilerStep#0", 0, 1000),
-                                    range("b", 150, 350, 2)};
+                                    range("b", 150, 350, 2), range("aten::matmul, seq = 3", 480, 700)};
   AnnotationCaseIndex index(ranges);
   ASSERT_EQ(index.cases().size(), 2u);
   EXPECT_EQ(index.cases()[0].name, "a");
@@ -52,6 +52,7 @@ TEST(AnnotationCases, TopLevelRangesAreCasesAndOccurrencesIterations) {
   EXPECT_EQ(ranges[4].tag.case_index, -1);  // transparent
   EXPECT_EQ(ranges[5].tag.iteration, 0);    // thread 2's "b" starts first
   EXPECT_EQ(ranges[0].tag.iteration, 1);
+  EXPECT_EQ(ranges[6].tag.case_index, -1);  // emit_nvtx's operator range: transparent too
 
   EXPECT_EQ(index.tag_at(1, 115).case_index, 0);
   EXPECT_EQ(index.tag_at(1, 250).case_index, -1);
