@@ -77,11 +77,12 @@ std::optional<int> rank_from_environment() {
 // Writes this process's trace and summary. Idempotent; safe from atexit and the signal thread.
 void flush_outputs(const char* why) {
   Session* s = g_session;
-  if (s == nullptr) return;
+  // HPCToolkit #195: flushing CUPTI in a fork()ed child can hang (and the mutex may have been
+  // copied locked), so a child that did not start CUDA itself leaves at once.
+  if (s == nullptr || getpid() != s->pid) return;
   std::lock_guard<std::mutex> lock(s->mutex);
   if (s->flushed) return;
   s->flushed = true;
-  if (getpid() != s->pid) return;  // HPCToolkit #195: flushing CUPTI in a fork()ed child can hang
   try {
     // GPU records are final only once the work is done; sync whatever context this thread has.
     CUcontext context = nullptr;
@@ -104,9 +105,8 @@ void flush_outputs(const char* why) {
     }
     for (trace::KernelActivity& k : batch.kernels) {
       for (const DeviceProperties& d : devices) {
-        if (static_cast<std::uint32_t>(d.id) != k.device) continue;
-        k.shared_optin = k.static_shared_bytes + k.dynamic_shared_bytes > d.shared_mem_per_block;
-        trace::fill_theoretical_occupancy(k, d);
+        // shared_optin came from the record (shmemLimitConfig); carveout requests are not kept.
+        if (static_cast<std::uint32_t>(d.id) == k.device) trace::fill_theoretical_occupancy(k, d);
       }
     }
 
