@@ -91,8 +91,20 @@ for backend in backends:
         print(f"{backend:<10} attnprof case {'missing' if case is None else case['status']}: "
               f"{'' if case is None else case['reason']}")
     else:
+        # Several instantiations share one base name (convert_kernel<bf16, float> and
+        # <float, bf16>); ncu's table is by base name, so merge ours the same way: launch-weighted.
         for k in case["kernels"]:
-            ours[base_name(k["name"])] = k
+            name = base_name(k["name"])
+            merged = ours.setdefault(name, dict(k, per_iter=0.0, gpu_us_per_iter=0.0, achieved_occupancy_percent=None))
+            weight = k["per_iter"]
+            if k.get("achieved_occupancy_percent") is not None:
+                previous = merged["achieved_occupancy_percent"] or 0.0
+                measured_weight = merged.get("_measured_weight", 0.0)
+                merged["achieved_occupancy_percent"] = (previous * measured_weight +
+                                                        k["achieved_occupancy_percent"] * weight) / (measured_weight + weight)
+                merged["_measured_weight"] = measured_weight + weight
+            merged["per_iter"] += weight
+            merged["gpu_us_per_iter"] += k["gpu_us_per_iter"]
     rows = []
     try:
         with open(f"{out_dir}/ncu_{backend}.csv", newline="") as f:
