@@ -419,6 +419,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
       if (t.col_warp == 0 && p.lse != nullptr && (lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
         p.lse[head_row0 + t.row0 + 8 * r] = (base + __log2f(row_sum[r])) * kLn2;
     }
+    // The staging overwrites Q rows this warp read with ldmatrix; with a single key tile no
+    // barrier has ordered those reads before these writes (racecheck reports it), so order them.
+    __syncwarp();
 #pragma unroll
     for (int db = 0; db < kDB; ++db)
       stage_output<Tr>(s_q, local_row, t.col_warp * kDB + db, lane, o[db][0] * inv_sum[0], o[db][1] * inv_sum[0],
