@@ -280,12 +280,13 @@ void attach_metrics(SweepState& state, trace::ActivityBatch& batch, const CaseOu
   if (!run.metrics) return;
   auto launches = launches_in_order(batch, index, trace::Phase::metrics);
   if (launches.size() < run.metrics->ranges.size()) {
-    // The replayed forward's kernel records are missing: the last timed iteration launched the
-    // same kernels in the same order (the CTA check in the match catches it if not).
+    // CUPTI (13.0 U1 on the H200) records no activity for kernels run under the range profiler:
+    // the last timed iteration launched the same kernels in the same order (the CTA check in the
+    // match catches it if not).
     auto last = launches_in_order(batch, index, trace::Phase::iteration, run.measured.iterations - 1);
-    state.notes.push_back(fmt::format("metrics of {}: {} kernel records of the replayed forward for {} ranges; "
-                                      "matching to the {} launches of the last timed iteration",
-                                      run.measured.label, launches.size(), run.metrics->ranges.size(), last.size()));
+    if (last.size() != run.metrics->ranges.size())
+      state.notes.push_back(fmt::format("metrics of {}: {} ranges measured but {} launches in the last timed iteration",
+                                        run.measured.label, run.metrics->ranges.size(), last.size()));
     launches = std::move(last);
   }
   const RangeMatch match = match_ranges_to_launches(*run.metrics, launches);
@@ -357,6 +358,7 @@ CaseSummary record_case(SweepState& state, CaseOutcome run, int index) {
   state.dropped_so_far = dropped;
 
   CaseSummary cs = summarize_case(run.measured, batch, state.device);
+  cs.device = state.options.device;
   cs.status = run.status;
   cs.reason = run.reason;
   add_findings(cs);
@@ -369,22 +371,39 @@ CaseSummary run_and_record_case(SweepState& state, const PlannedCase& pc, int in
 }
 
 nlohmann::json trace_metadata(const RunOptions& o, const RunSummary& summary) {
-  return {{"tool", "attnprof"},
-          {"version", summary.tool_version},
-          {"command", "run"},
-          {"config_source", summary.config_source},
-          {"config", o.config.document},
-          {"versions",
-           {{"driver", summary.driver_version},
-            {"cuda_runtime", summary.cuda_runtime_version},
-            {"cupti", summary.cupti_version},
-            {"cudnn", summary.cudnn_version}}},
-          {"capture",
-           {{"records", summary.capture.records},
-            {"dropped_records", summary.capture.dropped_records},
-            {"buffers_declined", summary.capture.buffers_declined},
-            {"invalid_timestamps", summary.capture.invalid_timestamps}}},
-          {"summary", summary}};
+  nlohmann::json metadata = {{"tool", "attnprof"},
+                             {"version", summary.tool_version},
+                             {"command", "run"},
+                             {"config_source", summary.config_source},
+                             {"config", o.config.document},
+                             {"versions",
+                              {{"driver", summary.driver_version},
+                               {"cuda_runtime", summary.cuda_runtime_version},
+                               {"cupti", summary.cupti_version},
+                               {"cudnn", summary.cudnn_version}}},
+                             {"capture",
+                              {{"records", summary.capture.records},
+                               {"dropped_records", summary.capture.dropped_records},
+                               {"buffers_declined", summary.capture.buffers_declined},
+                               {"invalid_timestamps", summary.capture.invalid_timestamps}}},
+                             {"summary", summary}};
+  if (o.worker) metadata["worker"] = {{"device", o.device}, {"cases", o.worker_cases}};
+  return metadata;
+}
+
+// The indices of the planned sweep this process runs: all of them, or a worker's share.
+std::vector<std::size_t> cases_to_run(const RunOptions& o, std::size_t planned) {
+  std::vector<std::size_t> indices;
+  if (!o.worker) {
+    for (std::size_t i = 0; i < planned; ++i) indices.push_back(i);
+    return indices;
+  }
+  for (int i : o.worker_cases) {
+    if (i < 0 || static_cast<std::size_t>(i) >= planned)
+      throw UsageError(fmt::format("worker case {} is not in the sweep's {} cases", i, planned));
+    indices.push_back(static_cast<std::size_t>(i));
+  }
+  return indices;
 }
 
 }  // namespace
@@ -434,7 +453,9 @@ RunOutcome run_sweep(const RunOptions& o) {
   header.base_time_ns = ActivityCollector::now_ns();
   header.devices = {device};
   header.host_process = static_cast<std::uint32_t>(getpid());
-  header.host_process_name = fmt::format("attnprof run (pid {})", getpid());
+  header.host_process_name = o.worker ? fmt::format("attnprof run (pid {}, GPU {})", getpid(), o.device)
+                                      : fmt::format("attnprof run (pid {})", getpid());
+  const std::vector<std::size_t> to_run = cases_to_run(o, cases.size());
   trace::ChromeTraceWriter writer(outcome.trace_path, header);
   for (const PlannedCase& c : cases) writer.add_case({c.label, c.backend});
 
@@ -446,16 +467,20 @@ RunOutcome run_sweep(const RunOptions& o) {
     state.notes.clear();
   };
   print_notes();
-  const int width = static_cast<int>(std::to_string(cases.size()).size());
-  for (std::size_t i = 0; i < cases.size(); ++i) {
+  const int width = static_cast<int>(std::to_string(to_run.size()).size());
+  for (std::size_t n = 0; n < to_run.size(); ++n) {
+    const std::size_t i = to_run[n];
     const PlannedCase& pc = cases[i];
-    if (o.progress != nullptr) {
-      std::fprintf(o.progress, "[%*zu/%zu] %s ... ", width, i + 1, cases.size(), pc.label.c_str());
+    // A worker shares the terminal with the other GPUs' workers: its lines go out whole.
+    const std::string start = fmt::format("{}[{:>{}}/{}] {} ... ", o.worker ? fmt::format("[GPU {}] ", o.device) : "",
+                                          n + 1, width, to_run.size(), pc.label);
+    if (o.progress != nullptr && !o.worker) {
+      std::fputs(start.c_str(), o.progress);
       std::fflush(o.progress);
     }
     CaseSummary cs = run_and_record_case(state, pc, static_cast<int>(i));
     if (o.progress != nullptr) {
-      std::fprintf(o.progress, "%s\n", progress_result(cs).c_str());
+      std::fprintf(o.progress, "%s%s\n", o.worker ? start.c_str() : "", progress_result(cs).c_str());
       std::fflush(o.progress);
     }
     print_notes();

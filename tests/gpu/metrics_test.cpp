@@ -87,7 +87,10 @@ TEST(RangeProfiler, KnownOccupancyOfTwoKernels) {
   EXPECT_EQ(full.ctas_launched, launches[0].grid);
   EXPECT_EQ(sparse.ctas_launched, launches[1].grid);
   ASSERT_TRUE(full.achieved_occupancy_percent && sparse.achieved_occupancy_percent);
-  EXPECT_GT(*full.achieved_occupancy_percent, 70.0);
+  // Measured on the H200: 60.1% for the full grid (ncu agrees on such kernels within 0.1 point,
+  // docs/perf/occupancy_vs_ncu.sh); far above the 2-of-64-warps kernel either way.
+  EXPECT_GT(*full.achieved_occupancy_percent, 40.0);
+  EXPECT_GT(*full.achieved_occupancy_percent, 10 * *sparse.achieved_occupancy_percent);
   EXPECT_LE(*full.achieved_occupancy_percent, 100.0);
   EXPECT_NEAR(*sparse.achieved_occupancy_percent, 100.0 * 2 / 64, 1.0);  // 2 of 64 warps per active SM
   ASSERT_TRUE(full.tensor_pipe_percent);
@@ -111,45 +114,40 @@ TEST(RangeProfiler, BesideTheActivityCollectorRangesMatchTheRecordedLaunches) {
   const std::vector<BusyLaunch> launches = busy_launches(device);
   DeviceBuffer out(static_cast<std::size_t>(launches[0].n) * sizeof(float));
   CudaStream stream;
-  run_busy(out.as<float>(), launches, stream.get());  // traced only: must not be measured
-  CUDA_CHECK(cudaDeviceSynchronize());
   collector.drain();
+  collector.push_tag({0, trace::Phase::iteration, 0});
+  run_busy(out.as<float>(), launches, stream.get());  // traced, as a timed iteration is
+  collector.pop_tag();
+  CUDA_CHECK(cudaDeviceSynchronize());
 
   collector.push_tag({0, trace::Phase::metrics, -1});
   MeasuredRanges measured;
   try {
     measured = profiler->measure([&] { run_busy(out.as<float>(), launches, stream.get()); });
   } catch (const MetricsUnavailableError& e) {
-    // Diagnosis for the one GPU session: does it work with kernel tracing paused?
-    ADD_FAILURE() << "with the activity collector active: " << e.what();
-    CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    try {
-      profiler->measure([&] { run_busy(out.as<float>(), launches, stream.get()); });
-      std::printf("DIAGNOSIS: the range profiler works with CONCURRENT_KERNEL tracing disabled\n");
-    } catch (const MetricsUnavailableError& again) {
-      std::printf("DIAGNOSIS: it fails with CONCURRENT_KERNEL tracing disabled too: %s\n", again.what());
-    }
-    CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     collector.pop_tag();
-    return;
+    FAIL() << "the range profiler failed with the activity collector active: " << e.what();
   }
   collector.pop_tag();
   CUDA_CHECK(cudaDeviceSynchronize());
   trace::ActivityBatch batch = collector.drain();
 
+  // On the H200 (CUPTI 13.0 U1) kernels run under the range profiler leave no activity records,
+  // so ranges are matched to the traced launches of the same forward, as the runner does.
   std::size_t replayed_records = 0;
   for (const trace::KernelActivity& k : batch.kernels) replayed_records += k.tag.phase == trace::Phase::metrics;
   std::printf("%zu kernel records of the profiled launches (2 launches), %zu ranges\n", replayed_records,
               measured.ranges.size());
-  const auto order = launches_in_order(batch, 0, trace::Phase::metrics);
+  ASSERT_EQ(measured.ranges.size(), 2u);
+  const auto order = launches_in_order(batch, 0, trace::Phase::iteration);
   ASSERT_EQ(order.size(), 2u);
   const RangeMatch match = match_ranges_to_launches(measured, order);
   for (const std::string& p : match.problems) ADD_FAILURE() << p;
   ASSERT_EQ(match.kernels.size(), 2u);
   EXPECT_NE(match.kernels[0].kernel_name.find("busy_kernel"), std::string::npos) << match.kernels[0].kernel_name;
-  EXPECT_GT(*match.kernels[0].achieved_occupancy_percent, 70.0);
+  EXPECT_GT(*match.kernels[0].achieved_occupancy_percent, 40.0);
   EXPECT_NEAR(*match.kernels[1].achieved_occupancy_percent, 100.0 * 2 / 64, 1.0);
-  EXPECT_EQ(apply_kernel_metrics(batch, 0, trace::Phase::metrics, match.kernels), replayed_records);
+  EXPECT_EQ(apply_kernel_metrics(batch, 0, trace::Phase::iteration, match.kernels), 2u);
 }
 
 Config metrics_config() {
@@ -206,8 +204,9 @@ TEST(RunWithMetrics, AchievedBesideTheoreticalAndCountsUnchanged) {
     replayed += e.at("args").value("phase", "") == "metrics";
     with_achieved += e.at("args").contains("achieved occupancy %");
   }
-  EXPECT_GT(replayed, 0u);
-  EXPECT_GE(with_achieved, replayed);
+  std::printf("%zu kernel records from the replayed forward, %zu kernel events with achieved occupancy\n", replayed,
+              with_achieved);
+  EXPECT_GT(with_achieved, 0u);
   EXPECT_TRUE(annotations.count("metrics (replayed)"));
 }
 
