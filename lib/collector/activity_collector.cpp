@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstring>
+#include <string_view>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -38,7 +40,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid_size) {
-  if (g_active != nullptr) g_active->on_buffer_completed(buffer, valid_size);
+  if (g_active != nullptr && g_active->on_buffer_completed(buffer, valid_size)) return;  // kept for reuse
   ::operator delete(buffer, std::align_val_t(kAlign));
 }
 
@@ -95,21 +97,81 @@ void route_nvtx_to_cupti() {
     setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
 }
 
+// Every driver API whose name says it launches GPU work, enabled one by one (without the
+// DRIVER kind, which would override the selection).
+void enable_work_launching_driver_apis() {
+  for (std::uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    const std::string_view api(name);
+    const bool launches_work = api.rfind("cuLaunch", 0) == 0 || api.rfind("cuMemcpy", 0) == 0 ||
+                               api.rfind("cuMemset", 0) == 0 || api.rfind("cuGraphLaunch", 0) == 0;
+    if (launches_work) CUPTI_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+  }
+}
+
+bool flag_from_environment(const char* variable, bool fallback) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr || *value == '\0') return fallback;
+  const std::string_view text(value);
+  if (text == "1" || text == "on" || text == "true") return true;
+  if (text == "0" || text == "off" || text == "false") return false;
+  throw std::invalid_argument(fmt::format("{}={}: expected 0 or 1", variable, text));
+}
+
 }  // namespace
+
+CollectorOptions collector_options_from_environment(CollectorOptions base) {
+  if (const char* driver = std::getenv("ATTNPROF_CUPTI_DRIVER"); driver != nullptr && *driver != '\0') {
+    const std::string_view text(driver);
+    if (text == "all") base.driver_api = DriverApiRecords::all;
+    else if (text == "launches") base.driver_api = DriverApiRecords::launches;
+    else throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_DRIVER={}: expected all or launches", text));
+  }
+  base.record_overhead = flag_from_environment("ATTNPROF_CUPTI_OVERHEAD", base.record_overhead);
+  if (std::getenv("ATTNPROF_CUPTI_PER_THREAD") != nullptr)
+    base.per_thread_buffers = flag_from_environment("ATTNPROF_CUPTI_PER_THREAD", true);
+  base.zeroed_buffers = flag_from_environment("ATTNPROF_CUPTI_ZEROED", base.zeroed_buffers);
+  if (const char* bytes = std::getenv("ATTNPROF_CUPTI_BUFFER_BYTES"); bytes != nullptr && *bytes != '\0') {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(bytes, &end, 10);
+    if (end == bytes || *end != '\0' || n < 1024)
+      throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_BUFFER_BYTES={}: expected a byte count >= 1024", bytes));
+    base.buffer_bytes = static_cast<std::size_t>(n);
+  }
+  return base;
+}
 
 ActivityCollector::ActivityCollector(std::vector<DeviceProperties> devices, CollectorOptions options)
     : devices_(std::move(devices)), options_(options) {
   if (g_active != nullptr) throw std::logic_error("only one ActivityCollector may be active");
   if (options_.buffer_bytes < 1024) options_.buffer_bytes = 1024;
+  if (options_.zeroed_buffers)
+    for (std::size_t i = 0; i < kReadyBuffers; ++i) {
+      auto* buffer = static_cast<std::uint8_t*>(::operator new(options_.buffer_bytes, std::align_val_t(kAlign)));
+      std::memset(buffer, 0, options_.buffer_bytes);
+      ready_buffers_.push_back(buffer);
+    }
   g_active = this;
   if (options_.record_nvtx) route_nvtx_to_cupti();
   try {
+    if (options_.per_thread_buffers) {
+      std::size_t size = sizeof(std::uint8_t);
+      std::uint8_t value = *options_.per_thread_buffers ? 1 : 0;
+      CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &value));
+    }
+    if (options_.zeroed_buffers) {
+      std::size_t size = sizeof(std::uint8_t);
+      std::uint8_t value = 1;
+      CUPTI_CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value));
+    }
     CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
-    CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
+    if (options_.driver_api == DriverApiRecords::all) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
+    else enable_work_launching_driver_apis();
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
     if (options_.record_nvtx) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
     if (options_.record_overhead) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD));
@@ -129,6 +191,7 @@ ActivityCollector::~ActivityCollector() {
     cuptiActivityDisable(kind);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   g_active = nullptr;
+  for (std::uint8_t* buffer : ready_buffers_) ::operator delete(buffer, std::align_val_t(kAlign));
 }
 
 std::uint64_t ActivityCollector::now_ns() {
@@ -162,13 +225,20 @@ void ActivityCollector::on_buffer_requested(std::uint8_t** buffer, std::size_t* 
     *size = 0;
     return;
   }
-  *buffer = static_cast<std::uint8_t*>(::operator new(options_.buffer_bytes, std::align_val_t(kAlign), std::nothrow));
+  if (!ready_buffers_.empty()) {
+    // Zeroed on CUPTI's worker thread when it came back, not here in the launching thread.
+    *buffer = ready_buffers_.back();
+    ready_buffers_.pop_back();
+  } else {
+    *buffer = static_cast<std::uint8_t*>(::operator new(options_.buffer_bytes, std::align_val_t(kAlign), std::nothrow));
+    if (*buffer != nullptr && options_.zeroed_buffers) std::memset(*buffer, 0, options_.buffer_bytes);
+  }
   *size = *buffer != nullptr ? options_.buffer_bytes : 0;
   if (*buffer != nullptr) ++buffers_in_flight_;
   else ++health_.buffers_declined;
 }
 
-void ActivityCollector::on_buffer_completed(std::uint8_t* buffer, std::size_t valid_size) {
+bool ActivityCollector::on_buffer_completed(std::uint8_t* buffer, std::size_t valid_size) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (buffers_in_flight_ > 0) --buffers_in_flight_;
   ++health_.buffers_completed;
@@ -181,6 +251,10 @@ void ActivityCollector::on_buffer_completed(std::uint8_t* buffer, std::size_t va
   }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) health_.dropped_records += dropped;
+  if (!options_.zeroed_buffers || ready_buffers_.size() >= kReadyBuffers) return false;
+  std::memset(buffer, 0, options_.buffer_bytes);
+  ready_buffers_.push_back(buffer);
+  return true;
 }
 
 const std::string& ActivityCollector::demangled(const char* mangled) {

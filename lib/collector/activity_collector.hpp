@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,12 +20,27 @@
 
 namespace attnprof {
 
+// Which CUDA driver API calls become records. The runtime makes driver calls of its own for each
+// runtime call; recording only the driver calls that launch work (kernels, copies, fills, graph
+// launches) keeps every launch a library makes through the driver (cuBLAS, cuDNN) and its flow,
+// at a lower cost per launch.
+enum class DriverApiRecords { all, launches };
+
 struct CollectorOptions {
   std::size_t buffer_bytes = 8u << 20;  // host activity buffer handed to CUPTI per request
   std::size_t max_buffers = 256;        // in flight at once; past it requests are declined (records dropped, counted)
   bool record_overhead = true;
   bool record_nvtx = true;
+  DriverApiRecords driver_api = DriverApiRecords::all;
+  std::optional<bool> per_thread_buffers;  // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER; unset: CUPTI's default
+  bool zeroed_buffers = false;             // hand CUPTI zeroed buffers so it need not zero them in the launching thread
 };
+
+// `base` with the ATTNPROF_CUPTI_* environment variables applied, for measuring the collector's
+// cost in a profiled program: ATTNPROF_CUPTI_DRIVER=all|launches, ATTNPROF_CUPTI_OVERHEAD=0|1,
+// ATTNPROF_CUPTI_PER_THREAD=0|1, ATTNPROF_CUPTI_ZEROED=0|1, ATTNPROF_CUPTI_BUFFER_BYTES=N.
+// Throws std::invalid_argument naming a variable with a value it cannot use.
+CollectorOptions collector_options_from_environment(CollectorOptions base);
 
 // How complete the capture is: written to summary.json and trace.json.
 struct CollectorHealth {
@@ -61,7 +77,8 @@ class ActivityCollector {
 
   // Called from CUPTI's buffer callbacks.
   void on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
-  void on_buffer_completed(std::uint8_t* buffer, std::size_t valid_size);
+  // Returns true when the collector keeps the buffer (zeroed, for the next request).
+  bool on_buffer_completed(std::uint8_t* buffer, std::size_t valid_size);
 
  private:
   struct MarkerStart {
@@ -83,6 +100,8 @@ class ActivityCollector {
   std::map<std::pair<bool, std::uint32_t>, std::string> api_names_;
   CollectorHealth health_;
   std::size_t buffers_in_flight_ = 0;
+  static constexpr std::size_t kReadyBuffers = 4;
+  std::vector<std::uint8_t*> ready_buffers_;  // zeroed and waiting for a request (zeroed_buffers only)
 };
 
 }  // namespace attnprof

@@ -19,6 +19,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <string>
@@ -63,15 +64,32 @@ std::string command_line() {
   return raw.empty() ? fmt::format("pid {}", getpid()) : raw;
 }
 
-std::optional<int> rank_from_environment() {
-  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "LOCAL_RANK"}) {
+// The first of `names` set to a non-negative integer.
+std::optional<int> integer_from_environment(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') continue;
     char* end = nullptr;
-    const long rank = std::strtol(value, &end, 10);
-    if (end != nullptr && *end == '\0' && rank >= 0) return static_cast<int>(rank);
+    const long number = std::strtol(value, &end, 10);
+    if (end != nullptr && *end == '\0' && number >= 0) return static_cast<int>(number);
   }
   return std::nullopt;
+}
+
+// torchrun (RANK, LOCAL_RANK, WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_*), MPICH/Hydra and Intel
+// MPI (PMI_*, MPI_LOCALRANKID), Slurm (SLURM_*). The global rank names the output; without one,
+// the local rank does.
+std::optional<int> rank_from_environment() {
+  if (auto rank = integer_from_environment({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})) return rank;
+  return integer_from_environment({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
+}
+
+std::optional<int> local_rank_from_environment() {
+  return integer_from_environment({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
+}
+
+std::optional<int> world_size_from_environment() {
+  return integer_from_environment({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
 }
 
 // Writes this process's trace and summary. Idempotent; safe from atexit and the signal thread.
@@ -121,6 +139,8 @@ void flush_outputs(const char* why) {
     info.command = command_line();
     info.pid = static_cast<std::uint32_t>(s->pid);
     info.rank = rank_from_environment();
+    info.local_rank = local_rank_from_environment();
+    info.world_size = world_size_from_environment();
     info.driver_version = driver_version_text();
     info.cupti_version = ActivityCollector::cupti_version_text();
     // Which libcupti recorded this process (PyTorch brings its own): worth knowing when it misbehaves.
@@ -128,7 +148,8 @@ void flush_outputs(const char* why) {
     if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &cupti) != 0 && cupti.dli_fname != nullptr)
       notes.push_back(fmt::format("recorded by CUPTI {} from {}", info.cupti_version, cupti.dli_fname));
 
-    const RunSummary summary = summarize_program(batch, devices, info, capture, notes);
+    RunSummary summary = summarize_program(batch, devices, info, capture, notes);
+    for (CaseSummary& c : summary.cases) c.device = summary.device.id;  // the device its work is judged on
     const std::filesystem::path trace_path = s->out_dir / program_output_name("trace", info.pid, info.rank);
     const std::filesystem::path summary_path = s->out_dir / program_output_name("summary", info.pid, info.rank);
     write_program_outputs(batch, summary, devices, info, notes, trace_path, summary_path);
@@ -213,7 +234,7 @@ void start_session() {
   const char* dir = std::getenv("ATTNPROF_PROFILE_DIR");
   s->out_dir = dir != nullptr && *dir != '\0' ? std::filesystem::path(dir) : std::filesystem::current_path();
   try {
-    s->collector = new ActivityCollector({});
+    s->collector = new ActivityCollector({}, collector_options_from_environment({}));
   } catch (const std::exception& e) {
     log(fmt::format("pid {}: CUPTI could not be set up, this process is not recorded: {}", s->pid, e.what()));
     delete s;
