@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "summary/kernel_category.hpp"
+
 namespace attnprof {
 namespace {
 
@@ -130,6 +132,28 @@ void host_findings(CaseSummary& c) {
   }
 }
 
+// Collectives in the iteration (NCCL): how many, and how much of the GPU time they hold. A
+// collective's kernel waits on the GPU for the slowest rank, so its time is skew plus transfer.
+void communication_findings(CaseSummary& c) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelSummary& k : c.kernels)
+    if (is_communication_kernel(k.name))
+      kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}, {"gpu_us_per_iter", k.gpu_us_per_iter}});
+  if (kernels.empty()) return;
+  const double count = communication_kernels_per_iter(c);
+  const double us = communication_us_per_iter(c);
+  const double share = c.gpu_busy_us_per_iter > 0 ? 100.0 * us / c.gpu_busy_us_per_iter : 0;
+  c.findings.push_back({"communication",
+                        fmt::format("{} communication (NCCL) kernel(s) per iteration ({}) take {:.1f} us, {:.0f}% of the "
+                                    "iteration's GPU busy time; a collective's kernel also waits for the slowest rank, "
+                                    "so compare its time across ranks before calling it bandwidth",
+                                    count_text(count), shorten_name(kernels[0]["name"].get<std::string>()), us, share),
+                        {{"kernels", kernels},
+                         {"communication_kernels_per_iter", count},
+                         {"communication_us_per_iter", us},
+                         {"gpu_busy_us_per_iter", c.gpu_busy_us_per_iter}}});
+}
+
 }  // namespace
 
 std::string shorten_name(const std::string& name) {
@@ -166,6 +190,7 @@ void add_findings(CaseSummary& c) {
   occupancy_findings(c);
   launch_findings(c);
   host_findings(c);
+  communication_findings(c);
 }
 
 }  // namespace attnprof

@@ -1,6 +1,6 @@
 // Automatic explanations of what a case's trace shows, each with its evidence: copies inside
 // the timed loop, dtype conversions, a mask rebuilt every call, low occupancy and its cause,
-// driver-API launches, host time exceeding GPU time.
+// driver-API launches, host time exceeding GPU time, collective communication (NCCL) kernels.
 #pragma once
 
 #include "summary/summary.hpp"

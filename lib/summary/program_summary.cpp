@@ -127,6 +127,8 @@ void write_program_outputs(const trace::ActivityBatch& batch, const RunSummary& 
   const std::string command = info.command.size() > 120 ? info.command.substr(0, 117) + "..." : info.command;
   header.host_process_name = fmt::format("attnprof profile: {} (pid {})", command, info.pid);
   header.rank = info.rank;
+  header.local_rank = info.local_rank;
+  header.world_size = info.world_size;
   trace::ChromeTraceWriter writer(trace_path, header);
   for (const CaseSummary& c : summary.cases) writer.add_case({c.label, c.backend});
   writer.write(batch);
@@ -145,6 +147,8 @@ void write_program_outputs(const trace::ActivityBatch& batch, const RunSummary& 
                              {"notes", notes},
                              {"summary", summary}};
   if (info.rank) metadata["rank"] = *info.rank;
+  if (info.local_rank) metadata["local_rank"] = *info.local_rank;
+  if (info.world_size) metadata["world_size"] = *info.world_size;
   writer.finish(metadata);
   write_json_atomically(summary_path.string(), nlohmann::json(summary));
 }

@@ -30,6 +30,8 @@ struct ProgramInfo {
   std::string command;  // the command line, for the summary and the trace's process name
   std::uint32_t pid = 0;
   std::optional<int> rank;  // RANK, for multi-process jobs
+  std::optional<int> local_rank;  // LOCAL_RANK: the rank on its host
+  std::optional<int> world_size;  // WORLD_SIZE
   std::string driver_version;  // "580.159.04 (CUDA 13.0)"
   std::string cupti_version;
 };

@@ -1,6 +1,7 @@
 #include "summary/render.hpp"
 
 #include "summary/findings.hpp"
+#include "summary/kernel_category.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -95,9 +96,18 @@ std::string render_human(const RunSummary& s, bool markdown) {
                   s.config_name.empty() ? "" : fmt::format(" ({})", s.config_source));
   out += markdown ? "### " + heading + "\n\n" : heading + "\n\n";
 
-  const std::vector<Column> main_columns = {
+  // A device column when the cases ran on several GPUs (run --devices), a communication column
+  // when some case launched NCCL kernels; a one-GPU run without collectives reads as it always did.
+  bool several_devices = false, any_communication = false;
+  for (const CaseSummary& c : s.cases) {
+    several_devices = several_devices || c.device != s.cases.front().device;
+    any_communication = any_communication || communication_kernels_per_iter(c) > 0;
+  }
+  std::vector<Column> main_columns = {
       {"case", false},      {"status", false},   {"rel.err", true},   {"median", true},  {"p90", true},
       {"TFLOP/s", true},    {"kernels/it", true}, {"memcpy/it", true}, {"memset/it", true}, {"plan cold/warm", true}};
+  if (any_communication) main_columns.insert(main_columns.begin() + 7, {"nccl/it", true});
+  if (several_devices) main_columns.insert(main_columns.begin() + 1, {"GPU", true});
   std::vector<std::vector<std::string>> rows;
   for (const CaseSummary& c : s.cases) {
     const bool ran = c.status == CaseStatus::ok;
@@ -109,6 +119,8 @@ std::string render_human(const RunSummary& s, bool markdown) {
                     ran ? format_microseconds(c.median_us) : "", ran ? format_microseconds(c.p90_us) : "",
                     ran ? fmt::format("{:.1f}", c.tflops) : "", ran ? count_text(c.kernels_per_iter) : "", memcpy,
                     ran ? count_text(c.memset_per_iter) : "", ran ? plan : ""});
+    if (any_communication) rows.back().insert(rows.back().begin() + 7, ran ? count_text(communication_kernels_per_iter(c)) : "");
+    if (several_devices) rows.back().insert(rows.back().begin() + 1, std::to_string(c.device));
   }
   out += layout(main_columns, rows, markdown);
 
@@ -192,7 +204,7 @@ std::string render_csv(const RunSummary& s) {
       "case,backend,dtype,causal,batch,heads,seq_q,seq_kv,head_dim,status,reason,verified,relative_error,"
       "median_us,p90_us,tflops,kernels_per_iter,memcpy_per_iter,memcpy_bytes_per_iter,memset_per_iter,"
       "plan_cold_ms,plan_warm_ms,dominant_kernel,registers,block,grid,shared_bytes,theoretical_occupancy,"
-      "occupancy_limiter,launch_api,findings,surprises\n";
+      "occupancy_limiter,launch_api,findings,surprises,device,communication_kernels_per_iter\n";
   for (const CaseSummary& c : s.cases) {
     const KernelSummary* k = c.dominant_kernel();
     const AttentionShape& sh = c.problem.shape;
@@ -208,7 +220,8 @@ std::string render_csv(const RunSummary& s) {
         k ? k->name : "", k ? std::to_string(k->registers_per_thread) : "", k ? format_dims(k->block) : "",
         k ? format_dims(k->grid) : "", k ? std::to_string(k->shared_bytes) : "",
         k ? fmt::format("{:.2f}", k->theoretical_occupancy_percent) : "", k ? k->occupancy_limiter : "",
-        k ? k->launch_api : "", std::to_string(c.findings.size()), std::to_string(c.surprises.size())};
+        k ? k->launch_api : "", std::to_string(c.findings.size()), std::to_string(c.surprises.size()),
+        std::to_string(c.device), fmt::format("{:.3g}", communication_kernels_per_iter(c))};
     for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_cell(cells[i]);
     out += '\n';
   }

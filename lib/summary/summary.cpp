@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "collector/occupancy.hpp"
+#include "summary/kernel_category.hpp"
 
 namespace attnprof {
 
@@ -212,7 +213,8 @@ nlohmann::json kernel_json(const KernelSummary& k) {
                       {"theoretical_occupancy_percent", k.theoretical_occupancy_percent},
                       {"occupancy_limiter", k.occupancy_limiter},
                       {"occupancy_explanation", k.occupancy_explanation},
-                      {"launch_api", k.launch_api}};
+                      {"launch_api", k.launch_api},
+                      {"category", kernel_category(k.name)}};
   put_optional(j, "achieved_occupancy_percent", k.achieved_occupancy_percent);
   put_optional(j, "dram_throughput_percent", k.dram_throughput_percent);
   put_optional(j, "dram_bytes_per_second", k.dram_bytes_per_second);
@@ -249,6 +251,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
   j = nlohmann::json::object();
   j["label"] = c.label;
   j["backend"] = c.backend;
+  j["device"] = c.device;
   j["problem"] = problem_json(c.problem);
   j["status"] = to_string(c.status);
   j["reason"] = c.reason;
@@ -263,7 +266,9 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
                    {"memcpy_bytes", c.memcpy_bytes_per_iter},
                    {"memset", c.memset_per_iter},
                    {"memset_bytes", c.memset_bytes_per_iter},
-                   {"gpu_busy_us", c.gpu_busy_us_per_iter}};
+                   {"gpu_busy_us", c.gpu_busy_us_per_iter},
+                   {"communication_kernels", communication_kernels_per_iter(c)},
+                   {"communication_us", communication_us_per_iter(c)}};
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelSummary& k : c.kernels) kernels.push_back(kernel_json(k));
   j["kernels"] = std::move(kernels);
@@ -291,6 +296,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
 void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.label = j.at("label").get<std::string>();
   c.backend = j.at("backend").get<std::string>();
+  c.device = j.value("device", 0);  // summaries from before `run --devices`: one device, 0
   c.problem = problem_from_json(j.at("problem"));
   const auto status = parse_case_status(j.at("status").get<std::string>());
   if (!status) throw std::runtime_error("unknown case status " + j.at("status").dump());

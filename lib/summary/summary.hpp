@@ -46,7 +46,7 @@ struct MemoryOpSummary {
 };
 
 struct Finding {
-  std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy", "driver_launch", "host_bound"
+  std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy", "driver_launch", "host_bound", "communication"
   std::string message;  // one sentence for the table
   nlohmann::json evidence;
 };
@@ -67,6 +67,7 @@ struct CaseSummary {
   std::string label;    // the key `check` matches on
   std::string backend;
   AttentionProblem problem;
+  int device = 0;       // the CUDA ordinal the case ran on (`run --devices` spreads cases over GPUs)
   CaseStatus status = CaseStatus::ok;
   std::string reason;   // why failed/skipped/interrupted
 

@@ -145,6 +145,7 @@ class ReportBuilder {
         CaseSummary c = summarize_case(m, t == tagged_.end() ? empty : t->second.timed, device_);
         c.status = was.status;
         c.reason = was.reason;
+        c.device = was.device;  // run --devices: the GPU each case ran on
         add_findings(c);
         if (expect) add_surprises(c, *expect);
         else c.surprises = was.surprises;
