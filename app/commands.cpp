@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/backend.hpp"
 #include "backends/cudnn_info.hpp"
@@ -17,7 +18,10 @@
 #include "core/errors.hpp"
 #include "gpu/device_info.hpp"
 #include "inject/launcher.hpp"
+#include "runner/device_workers.hpp"
 #include "runner/runner.hpp"
+#include "runner/sharding.hpp"
+#include "summary/merged_summary.hpp"
 #include "summary/render.hpp"
 #include "summary/trace_report.hpp"
 #include "trace/json_pull_parser.hpp"
@@ -54,6 +58,32 @@ OutputFormat format_of(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+std::filesystem::path self_executable() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find the attnprof executable (/proc/self/exe) to start the GPU workers");
+  return exe;
+}
+
+// `attnprof run` as one GPU's worker: the user's options, this GPU and its share of the cases.
+std::vector<std::string> worker_command(const RunCommand& o, const DeviceShare& share) {
+  std::vector<std::string> argv = {self_executable().string(), "run"};
+  if (!o.config_path.empty()) argv.insert(argv.end(), {"--config", o.config_path});
+  if (!o.backends.empty()) argv.insert(argv.end(), {"--backends", fmt::format("{}", fmt::join(o.backends, ","))});
+  if (!o.metrics.empty()) argv.insert(argv.end(), {"--metrics", fmt::format("{}", fmt::join(o.metrics, ","))});
+  if (o.iterations) argv.insert(argv.end(), {"--iterations", std::to_string(*o.iterations)});
+  if (o.warmup) argv.insert(argv.end(), {"--warmup", std::to_string(*o.warmup)});
+  argv.insert(argv.end(), {"--cupti-buffer-size", std::to_string(o.buffer_bytes), "--cupti-max-buffers",
+                           std::to_string(o.max_buffers), "--device", std::to_string(share.device), "--out",
+                           share.out_dir.string(), "--worker-cases", fmt::format("{}", fmt::join(share.cases, ","))});
+  if (o.quiet) argv.push_back("--quiet");
+  return argv;
+}
+
+}  // namespace
+
 int run_command(const RunCommand& o, const std::atomic<bool>* interrupted) {
   Config config;
   try {
@@ -69,9 +99,20 @@ int run_command(const RunCommand& o, const std::atomic<bool>* interrupted) {
     const std::vector<PlannedCase> cases = plan_cases(config, backends);
     std::cout << fmt::format("{}: valid; {} cases, {} warm-up + {} timed iterations each\n", config.source,
                              cases.size(), config.warmup, config.iterations);
-    for (const PlannedCase& c : cases) std::cout << "  " << c.label << "\n";
+    // An explicit --devices list shows each case's GPU; `all` is counted when the run starts.
+    std::vector<int> device_of(cases.size(), -1);
+    if (!o.devices.empty() && o.devices != "all") {
+      const std::vector<int> devices = parse_device_list(o.devices, std::nullopt);
+      for (const DeviceShare& share : share_out(cases, devices, {}))
+        for (int i : share.cases) device_of[static_cast<std::size_t>(i)] = share.device;
+    } else if (o.devices == "all") {
+      std::cout << "--devices all: the cases are shared out over the GPUs found when the run starts\n";
+    }
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      std::cout << (device_of[i] >= 0 ? fmt::format("  GPU {}  ", device_of[i]) : "  ") << cases[i].label << "\n";
     return kExitOk;
   }
+  if (o.worker && !o.device) throw UsageError("--worker-cases needs --device");
 
   RunOptions options;
   options.config = config;
@@ -80,13 +121,38 @@ int run_command(const RunCommand& o, const std::atomic<bool>* interrupted) {
       o.config_path.empty() ? "default" : std::filesystem::path(o.config_path).stem().string();
   options.out_dir = o.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("{}-{}", stem, utc_stamp())
                                       : std::filesystem::path(o.out_dir);
-  options.device = o.device;
+  options.device = o.device.value_or(0);
   options.collector.buffer_bytes = o.buffer_bytes;
   options.collector.max_buffers = o.max_buffers;
   options.metrics = config.metrics;
   options.progress = o.quiet ? nullptr : stderr;
   options.interrupted = interrupted;
 
+  if (o.worker) {
+    // One GPU's share of `run --devices`: the parent prints the merged table.
+    options.worker = true;
+    options.worker_cases = o.worker_cases;
+    return run_sweep(options).exit_code;
+  }
+
+  std::vector<int> devices = {options.device};
+  if (!o.devices.empty()) devices = parse_device_list(o.devices, require_devices());
+  if (devices.size() > 1 || o.isolate) {
+    DeviceRunOptions sharded;
+    sharded.cases = plan_cases(config, backends);
+    sharded.devices = devices;
+    sharded.out_dir = options.out_dir;
+    sharded.worker_command = [&](const DeviceShare& share) { return worker_command(o, share); };
+    sharded.progress = o.quiet ? nullptr : stderr;
+    const DeviceRunOutcome outcome = run_on_devices(sharded);
+    std::cout << render_summary(outcome.summary, format);
+    for (const std::string& note : outcome.notes) std::cerr << "attnprof run: note: " << note << "\n";
+    std::cerr << fmt::format("wrote {} (open in ui.perfetto.dev) and {}\n", outcome.trace_path.string(),
+                             outcome.summary_path.string());
+    return outcome.exit_code;
+  }
+
+  options.device = devices.front();
   const RunOutcome outcome = run_sweep(options);
   std::cout << render_summary(outcome.summary, format);
   std::cerr << fmt::format("wrote {} (open in ui.perfetto.dev) and {}\n", outcome.trace_path.string(),
@@ -246,6 +312,28 @@ int profile_command(const ProfileCommand& o) {
   }
   return outcome.exit_code;
 }
-int merge_command(const MergeCommand&) { throw UsageError("merge: not in this build yet"); }
+int merge_command(const MergeCommand& o) {
+  const OutputFormat format = format_of(o.format);
+  std::vector<std::filesystem::path> inputs(o.inputs.begin(), o.inputs.end());
+  std::optional<std::filesystem::path> summary_out;
+  if (!o.summary_path.empty()) summary_out = o.summary_path;
+  ProfileMerge merged;
+  try {
+    merged = merge_process_traces(inputs, o.out_path, summary_out);
+  } catch (const trace::TraceFormatError& e) {
+    std::cerr << "attnprof merge: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  for (const std::string& note : merged.notes) std::cerr << "attnprof merge: note: " << note << "\n";
+  std::cout << render_summary(merged.combined, format);
+  std::cerr << fmt::format("attnprof merge: {} traces, {} events -> {} (open in ui.perfetto.dev) and {}\n",
+                           merged.merge.inputs.size(), merged.merge.events, merged.trace.string(),
+                           merged.summary.string());
+  for (const trace::MergedInput& in : merged.merge.inputs)
+    std::cerr << fmt::format("  {:<12} {}  pid {}, GPU pids {}+, clock {:+.3f} ms, cases {}..{}\n", in.label,
+                             in.path.string(), in.host_pid, in.gpu_pid_base, in.clock_shift_ns / 1e6, in.first_case,
+                             in.first_case + in.case_count - 1);
+  return kExitOk;
+}
 
 }  // namespace attnprof

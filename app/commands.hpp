@@ -15,7 +15,11 @@ struct RunCommand {
   std::vector<std::string> backends;
   std::string format = "table";
   std::vector<std::string> metrics;
-  int device = 0;
+  std::optional<int> device;   // --device N: one GPU
+  std::string devices;         // --devices all|0,1,...: the cases shared out, one worker process per GPU
+  bool isolate = false;        // --isolate: a worker process even for one GPU
+  std::vector<int> worker_cases;  // hidden --worker-cases: this process is one GPU's worker of --devices
+  bool worker = false;
   std::optional<int> iterations;
   std::optional<int> warmup;
   bool dry_run = false;
@@ -53,6 +57,8 @@ struct ProfileCommand {
 struct MergeCommand {
   std::vector<std::string> inputs;
   std::string out_path;
+  std::string summary_path;  // default: beside the merged trace
+  std::string format = "table";
 };
 
 int run_command(const RunCommand& options, const std::atomic<bool>* interrupted);

@@ -55,7 +55,17 @@ int main(int argc, char** argv) {
                       "occupancy, dram, tensor")
       ->delimiter(',')
       ->check(CLI::IsMember({"occupancy", "dram", "tensor"}));
-  run_cmd->add_option("--device", run.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  CLI::Option* device_opt = run_cmd->add_option("--device", run.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--devices", run.devices,
+                      "share the cases out over these GPUs, one worker process each: all, or ordinals (0,1,3); "
+                      "one trace with a process per GPU and one summary with each case's GPU")
+      ->excludes(device_opt);
+  run_cmd->add_flag("--isolate", run.isolate,
+                    "run the cases in a worker process even on one GPU (--devices with several GPUs always does)");
+  CLI::Option* worker_opt =
+      run_cmd->add_option("--worker-cases", run.worker_cases, "internal: this process runs these cases for --devices")
+      ->delimiter(',')
+      ->group("");
   run_cmd->add_option("--iterations", run.iterations, "timed iterations per case (overrides the config)")
       ->check(CLI::Range(1, 100000));
   run_cmd->add_option("--warmup", run.warmup, "warm-up iterations per case (overrides the config)")
@@ -109,6 +119,15 @@ int main(int argc, char** argv) {
   CLI::App* merge_cmd = app.add_subcommand("merge", "merge per-rank traces into one trace with a track per rank");
   merge_cmd->add_option("inputs", merge.inputs, "trace files or directories holding them")->required();
   merge_cmd->add_option("--out,-o", merge.out_path, "merged trace path")->required();
+  merge_cmd->add_option("--summary", merge.summary_path,
+                        "merged summary path (default: beside the trace: summary.json for trace.json, else "
+                        "<name>-summary.json)");
+  merge_cmd->add_option("--format,-f", merge.format, "summary format on stdout: table, md, csv or json")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  merge_cmd->footer(
+      "Inputs: trace files, or directories holding attnprof's per-process traces (trace.json, trace-pid<N>.json,\n"
+      "trace-rank<R>-pid<N>.json), e.g. the --out of `attnprof profile -- torchrun ...`. Each rank gets its own\n"
+      "process tracks (\"rank 1 / GPU 1: ...\"); clocks are aligned on the earliest baseTimeNanoseconds.");
 
   // `profile [options] -- <command...>`: everything after the first "--" is the command, verbatim,
   // so its own options (-c, --out, ...) never reach attnprof's parser.
@@ -138,6 +157,7 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
 
+  run.worker = worker_opt->count() > 0;
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   try {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "summary/merged_summary.hpp"
 #include "summary/summary.hpp"
 
 extern char** environ;
@@ -215,28 +216,12 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
 
 std::filesystem::path combine_process_summaries(const std::vector<ProfiledProcess>& processes,
                                                 const std::filesystem::path& out_dir) {
-  RunSummary combined;
-  bool first = true;
-  for (const ProfiledProcess& p : processes) {
-    RunSummary s = load_summary(p.summary.string());
-    const std::string prefix = p.rank ? fmt::format("[rank {}] ", *p.rank) : fmt::format("[pid {}] ", p.pid);
-    if (first) {
-      combined = s;
-      combined.cases.clear();
-      combined.capture = {};
-      first = false;
-    }
-    combined.capture.records += s.capture.records;
-    combined.capture.dropped_records += s.capture.dropped_records;
-    combined.capture.buffers_declined += s.capture.buffers_declined;
-    combined.capture.invalid_timestamps += s.capture.invalid_timestamps;
-    for (CaseSummary& c : s.cases) {
-      c.label = prefix + c.label;
-      combined.cases.push_back(std::move(c));
-    }
-  }
+  std::vector<LabelledSummary> parts;
+  for (const ProfiledProcess& p : processes)
+    parts.push_back({p.rank ? fmt::format("rank {}", *p.rank) : fmt::format("pid {}", p.pid),
+                     load_summary(p.summary.string())});
   const std::filesystem::path path = out_dir / "summary.json";
-  write_json_atomically(path.string(), nlohmann::json(combined));
+  write_json_atomically(path.string(), nlohmann::json(combine_summaries(parts)));
   return path;
 }
 

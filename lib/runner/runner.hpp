@@ -12,6 +12,7 @@
 
 #include "collector/activity_collector.hpp"
 #include "config/config.hpp"
+#include "runner/sharding.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {
@@ -21,16 +22,15 @@ struct RunOptions {
   std::vector<std::string> backends;       // variant names, already expanded and validated
   std::filesystem::path out_dir;           // trace.json and summary.json go here
   int device = 0;
+  // A worker of `run --devices`: runs only these indices of the planned sweep (the other
+  // workers run the rest), keeps their indices in the trace so the traces merge into one, prints
+  // each progress line whole with "[GPU N]" before it. Empty: every case, as a one-GPU run.
+  std::vector<int> worker_cases;
+  bool worker = false;
   CollectorOptions collector;
   std::vector<std::string> metrics;        // range-profiler metric groups ("occupancy", ...)
   std::FILE* progress = stderr;            // progress lines; nullptr for none
   const std::atomic<bool>* interrupted = nullptr;  // set by a signal handler: stop after the current step
-};
-
-struct PlannedCase {
-  std::string backend;
-  AttentionProblem problem;
-  std::string label;
 };
 
 // The cases a config asks for, in sweep order: backend, then shape, dtype, causal.

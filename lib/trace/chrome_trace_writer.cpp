@@ -80,14 +80,25 @@ ChromeTraceWriter::ChromeTraceWriter(std::filesystem::path path, TraceHeader hea
                    d.clock_rate_khz, d.memory_clock_rate_khz, d.memory_bus_width_bits);
   }
   fmt::format_to(out, "\n  ],\n");
-  if (header_.rank) fmt::format_to(out, "  \"distributedInfo\": {{\"rank\": {}}},\n", *header_.rank);
+  if (header_.rank || header_.local_rank || header_.world_size) {
+    std::string info;
+    if (header_.rank) info += fmt::format("\"rank\": {}", *header_.rank);
+    if (header_.local_rank) info += fmt::format("{}\"local_rank\": {}", info.empty() ? "" : ", ", *header_.local_rank);
+    if (header_.world_size) info += fmt::format("{}\"world_size\": {}", info.empty() ? "" : ", ", *header_.world_size);
+    fmt::format_to(out, "  \"distributedInfo\": {{{}}},\n", info);
+  }
   fmt::format_to(out, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [",
                  header_.base_time_ns);
 
-  write_metadata_event("process_name", header_.host_process, std::nullopt, "name",
-                       json_of(header_.host_process_name));
-  write_metadata_event("process_sort_index", header_.host_process, std::nullopt, "sort_index",
-                       std::to_string(kHostSortIndex));
+  source_.host_process = header_.host_process;
+  source_.host_process_name = header_.host_process_name;
+  if (!header_.host_process_name.empty()) {
+    host_processes_.insert(header_.host_process);
+    write_metadata_event("process_name", header_.host_process, std::nullopt, "name",
+                         json_of(header_.host_process_name));
+    write_metadata_event("process_sort_index", header_.host_process, std::nullopt, "sort_index",
+                         std::to_string(kHostSortIndex));
+  }
 }
 
 ChromeTraceWriter::~ChromeTraceWriter() {
@@ -101,6 +112,13 @@ ChromeTraceWriter::~ChromeTraceWriter() {
 
 void ChromeTraceWriter::add_case(CaseName name) { cases_.push_back(std::move(name)); }
 
+void ChromeTraceWriter::set_case(std::size_t index, CaseName name) {
+  if (cases_.size() <= index) cases_.resize(index + 1);
+  cases_[index] = std::move(name);
+}
+
+void ChromeTraceWriter::set_source(TraceSource source) { source_ = std::move(source); }
+
 void ChromeTraceWriter::begin_event() {
   buffer_.append(std::string_view(events_ == 0 ? "\n    " : ",\n    "));
   ++events_;
@@ -110,6 +128,7 @@ void ChromeTraceWriter::flush_if_large() {
   if (buffer_.size() < kFlushBytes) return;
   if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size())
     throw std::runtime_error(fmt::format("writing trace {} failed: {}", temp_path_.string(), std::strerror(errno)));
+  flushed_bytes_ += buffer_.size();
   buffer_.clear();
 }
 
@@ -124,24 +143,35 @@ void ChromeTraceWriter::write_metadata_event(std::string_view what, std::uint32_
 }
 
 void ChromeTraceWriter::ensure_host_track(std::uint32_t thread) {
-  if (!host_threads_.insert(thread).second) return;
-  write_metadata_event("thread_name", header_.host_process, thread, "name",
-                       json_of(fmt::format("host thread {}", thread)));
-  write_metadata_event("thread_sort_index", header_.host_process, thread, "sort_index", std::to_string(thread));
+  const std::uint32_t pid = source_.host_process;
+  if (host_processes_.insert(pid).second) {
+    const std::string name =
+        source_.host_process_name.empty() ? fmt::format("process {}", pid) : source_.host_process_name;
+    write_metadata_event("process_name", pid, std::nullopt, "name", json_of(name));
+    write_metadata_event("process_sort_index", pid, std::nullopt, "sort_index",
+                         std::to_string(source_.sort_index_base + kHostSortIndex));
+  }
+  if (!host_threads_.insert({pid, thread}).second) return;
+  write_metadata_event("thread_name", pid, thread, "name", json_of(fmt::format("host thread {}", thread)));
+  write_metadata_event("thread_sort_index", pid, thread, "sort_index", std::to_string(thread));
 }
 
 void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t stream) {
-  if (gpu_processes_.insert(device).second) {
-    std::string name = fmt::format("GPU {}", device);
+  const std::uint32_t pid = gpu_pid(device);
+  if (gpu_processes_.insert(pid).second) {
+    std::string name = source_.gpu_process_prefix + fmt::format("GPU {}", device);
     for (const DeviceProperties& d : header_.devices)
-      if (static_cast<std::uint32_t>(d.id) == device) name += ": " + d.name;
-    write_metadata_event("process_name", device, std::nullopt, "name", json_of(name));
-    write_metadata_event("process_sort_index", device, std::nullopt, "sort_index",
-                         std::to_string(kGpuSortIndexBase + device));
+      if (static_cast<std::uint32_t>(d.id) == device) {
+        name += ": " + d.name;
+        break;
+      }
+    write_metadata_event("process_name", pid, std::nullopt, "name", json_of(name));
+    write_metadata_event("process_sort_index", pid, std::nullopt, "sort_index",
+                         std::to_string(source_.sort_index_base + kGpuSortIndexBase + static_cast<int>(device)));
   }
-  if (gpu_tracks_.insert({device, stream}).second) {
-    write_metadata_event("thread_name", device, stream, "name", json_of(fmt::format("stream {}", stream)));
-    write_metadata_event("thread_sort_index", device, stream, "sort_index", std::to_string(stream));
+  if (gpu_tracks_.insert({pid, stream}).second) {
+    write_metadata_event("thread_name", pid, stream, "name", json_of(fmt::format("stream {}", stream)));
+    write_metadata_event("thread_sort_index", pid, stream, "sort_index", std::to_string(stream));
   }
 }
 
@@ -169,11 +199,11 @@ void ChromeTraceWriter::write_case_args(const SweepTag& tag) {
   if (tag.iteration >= 0) fmt::format_to(out, ", \"iteration\": {}", tag.iteration);
 }
 
-void ChromeTraceWriter::write_flow_end(std::uint32_t correlation, std::uint64_t ts_ns, std::uint32_t device,
+void ChromeTraceWriter::write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device,
                                        std::uint32_t stream) {
   begin_event();
   fmt::format_to(std::back_inserter(buffer_),
-                 "{{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}", correlation, device, stream);
+                 "{{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}", id, gpu_pid(device), stream);
   append_ts(ts_ns);
   buffer_.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}"));
 }
@@ -184,7 +214,7 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
   auto out = std::back_inserter(buffer_);
   buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "));
   append_json_string(buffer_, k.name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", k.device, k.stream);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", gpu_pid(k.device), k.stream);
   append_ts(k.start_ns);
   append_dur(k.start_ns, k.end_ns);
 
@@ -239,7 +269,7 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
   }
   write_case_args(k.tag);
   buffer_.append(std::string_view("}}"));
-  if (!k.launch_api.empty()) write_flow_end(k.correlation, k.start_ns, k.device, k.stream);
+  if (source_.automatic_flows && !k.launch_api.empty()) write_flow_end(k.correlation, k.start_ns, k.device, k.stream);
   flush_if_large();
 }
 
@@ -250,7 +280,7 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
   const std::string name = fmt::format("Memcpy {} ({} -> {})", to_string(m.kind), m.src_memory, m.dst_memory);
   buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": "));
   append_json_string(buffer_, name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", m.device, m.stream);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", gpu_pid(m.device), m.stream);
   append_ts(m.start_ns);
   append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
@@ -265,7 +295,7 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
   }
   write_case_args(m.tag);
   buffer_.append(std::string_view("}}"));
-  if (!m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
+  if (source_.automatic_flows && !m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
   flush_if_large();
 }
 
@@ -275,7 +305,7 @@ void ChromeTraceWriter::write(const MemsetActivity& m) {
   auto out = std::back_inserter(buffer_);
   buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": "));
   append_json_string(buffer_, fmt::format("Memset ({})", m.memory));
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", m.device, m.stream);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", gpu_pid(m.device), m.stream);
   append_ts(m.start_ns);
   append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
@@ -289,7 +319,7 @@ void ChromeTraceWriter::write(const MemsetActivity& m) {
   }
   write_case_args(m.tag);
   buffer_.append(std::string_view("}}"));
-  if (!m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
+  if (source_.automatic_flows && !m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
   flush_if_large();
 }
 
@@ -300,17 +330,17 @@ void ChromeTraceWriter::write(const ApiCall& call) {
   fmt::format_to(out, "{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": ",
                  call.domain == ApiDomain::runtime ? "cuda_runtime" : "cuda_driver");
   append_json_string(buffer_, call.name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", header_.host_process, call.thread);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", source_.host_process, call.thread);
   append_ts(call.start_ns);
   append_dur(call.start_ns, call.end_ns);
   fmt::format_to(out, ", \"args\": {{\"cbid\": {}, \"correlation\": {}", call.cbid, call.correlation);
   if (call.return_value != 0) fmt::format_to(out, ", \"return value\": {}", call.return_value);
   write_case_args(call.tag);
   buffer_.append(std::string_view("}}"));
-  if (call.launches_work) {
+  if (source_.automatic_flows && call.launches_work) {
     begin_event();
     fmt::format_to(out, "{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}", call.correlation,
-                   header_.host_process, call.thread);
+                   source_.host_process, call.thread);
     append_ts(call.start_ns);
     buffer_.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"));
   }
@@ -318,10 +348,10 @@ void ChromeTraceWriter::write(const ApiCall& call) {
 }
 
 void ChromeTraceWriter::write(const Annotation& a) {
-  std::uint32_t pid = header_.host_process;
+  std::uint32_t pid = source_.host_process;
   if (a.on_gpu) {
     ensure_gpu_track(a.process, a.thread);
-    pid = a.process;
+    pid = gpu_pid(a.process);
   } else {
     ensure_host_track(a.thread);
   }
@@ -344,7 +374,7 @@ void ChromeTraceWriter::write(const OverheadActivity& o) {
   auto out = std::back_inserter(buffer_);
   buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"overhead\", \"name\": "));
   append_json_string(buffer_, o.kind);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", header_.host_process, o.thread);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", source_.host_process, o.thread);
   append_ts(o.start_ns);
   append_dur(o.start_ns, o.end_ns);
   buffer_.append(std::string_view(", \"args\": {\"source\": \"CUPTI\"}}"));
@@ -360,6 +390,21 @@ void ChromeTraceWriter::write(const ActivityBatch& batch) {
   for (const OverheadActivity& o : batch.overheads) write(o);
 }
 
+void ChromeTraceWriter::write(const FlowEvent& flow) {
+  if (!flow.start) {
+    ensure_gpu_track(flow.device, flow.thread);
+    write_flow_end(flow.id, flow.ts_ns, flow.device, flow.thread);
+  } else {
+    ensure_host_track(flow.thread);
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_), "{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}", flow.id,
+                   source_.host_process, flow.thread);
+    append_ts(flow.ts_ns);
+    buffer_.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"));
+  }
+  flush_if_large();
+}
+
 void ChromeTraceWriter::finish(const nlohmann::json& attnprof_metadata) {
   if (finished_) return;
   finished_ = true;
@@ -368,6 +413,7 @@ void ChromeTraceWriter::finish(const nlohmann::json& attnprof_metadata) {
   append_json_string(buffer_, path_.filename().string());
   fmt::format_to(out, ",\n  \"attnprof\": {}\n}}\n", attnprof_metadata.dump());
   const bool wrote = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size();
+  flushed_bytes_ += buffer_.size();
   buffer_.clear();
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;

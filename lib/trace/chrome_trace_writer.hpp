@@ -24,9 +24,35 @@ namespace attnprof::trace {
 struct TraceHeader {
   std::uint64_t base_time_ns = 0;  // every ts is relative to this (Kineto's baseTimeNanoseconds)
   std::vector<DeviceProperties> devices;
-  std::string host_process_name;   // "attnprof run (pid 1234)"
+  std::string host_process_name;   // "attnprof run (pid 1234)"; empty: named when first used (merges)
   std::uint32_t host_process = 0;  // pid used for host tracks
   std::optional<int> rank;         // distributedInfo.rank, for multi-process jobs
+  std::optional<int> local_rank;   // distributedInfo.local_rank (LOCAL_RANK: the rank on its host)
+  std::optional<int> world_size;   // distributedInfo.world_size
+};
+
+// Whose activities are written next. One process's trace has one source, made from the header;
+// a merged trace (`attnprof merge`, `run --devices`) switches source per input process so each
+// gets its own process tracks: host pid, and GPU pids `gpu_pid_base + device`.
+struct TraceSource {
+  std::uint32_t host_process = 0;
+  std::string host_process_name;
+  std::uint32_t gpu_pid_base = 0;
+  std::string gpu_process_prefix;  // "rank 1 / " -> "rank 1 / GPU 0: NVIDIA H200"
+  int sort_index_base = 0;         // Perfetto's order: host at base, GPU d at base + 100 + d
+  // Write ac2g flows from launches_work / launch_api (one process's trace). Merges copy each
+  // input's own flow events instead (write(const FlowEvent&)), with ids made unique.
+  bool automatic_flows = true;
+};
+
+// One end of an ac2g flow, as read from another trace: `start` on the launching host thread,
+// otherwise the end on the GPU stream (`bp: "e"`).
+struct FlowEvent {
+  bool start = true;
+  std::uint64_t id = 0;
+  std::uint64_t ts_ns = 0;
+  std::uint32_t device = 0;  // end only: the GPU
+  std::uint32_t thread = 0;  // host thread (start) or stream (end)
 };
 
 // What a case is called in kernel args ("case", "backend").
@@ -45,6 +71,12 @@ class ChromeTraceWriter {
 
   // Registers the name of case `index` (indices are dense, in order).
   void add_case(CaseName name);
+  // Names case `index`, registering empty names before it if needed (merges learn names as they go).
+  void set_case(std::size_t index, CaseName name);
+  bool has_case(std::size_t index) const { return index < cases_.size() && !cases_[index].label.empty(); }
+
+  // The process the next activities belong to (see TraceSource).
+  void set_source(TraceSource source);
 
   void write(const KernelActivity& kernel);
   void write(const MemcpyActivity& memcpy);
@@ -53,12 +85,15 @@ class ChromeTraceWriter {
   void write(const Annotation& annotation);
   void write(const OverheadActivity& overhead);
   void write(const ActivityBatch& batch);
+  void write(const FlowEvent& flow);
 
   // Closes traceEvents, writes the `attnprof` object (tool/config/versions/dropped records) and
   // renames the file into place. Safe to call once; later calls do nothing.
   void finish(const nlohmann::json& attnprof_metadata);
 
   std::uint64_t events_written() const { return events_; }
+  // Bytes of the document so far (written out or still buffered).
+  std::uint64_t bytes_written() const { return flushed_bytes_ + buffer_.size(); }
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -66,10 +101,11 @@ class ChromeTraceWriter {
   void flush_if_large();
   void ensure_host_track(std::uint32_t thread);
   void ensure_gpu_track(std::uint32_t device, std::uint32_t stream);
+  std::uint32_t gpu_pid(std::uint32_t device) const { return source_.gpu_pid_base + device; }
   void write_metadata_event(std::string_view what, std::uint32_t pid, std::optional<std::uint32_t> tid,
                             std::string_view key, std::string_view value_json);
   void write_case_args(const SweepTag& tag);
-  void write_flow_end(std::uint32_t correlation, std::uint64_t ts_ns, std::uint32_t device, std::uint32_t stream);
+  void write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device, std::uint32_t stream);
   void append_ts(std::uint64_t ns);
   void append_dur(std::uint64_t start_ns, std::uint64_t end_ns);
 
@@ -79,10 +115,13 @@ class ChromeTraceWriter {
   fmt::memory_buffer buffer_;
   TraceHeader header_;
   std::vector<CaseName> cases_;
-  std::set<std::uint32_t> host_threads_;
-  std::set<std::pair<std::uint32_t, std::uint32_t>> gpu_tracks_;
-  std::set<std::uint32_t> gpu_processes_;
+  TraceSource source_;
+  std::set<std::uint32_t> host_processes_;                         // named host pids
+  std::set<std::pair<std::uint32_t, std::uint32_t>> host_threads_;  // (pid, thread)
+  std::set<std::pair<std::uint32_t, std::uint32_t>> gpu_tracks_;    // (pid, stream)
+  std::set<std::uint32_t> gpu_processes_;                          // named GPU pids
   std::uint64_t events_ = 0;
+  std::uint64_t flushed_bytes_ = 0;
   bool finished_ = false;
 };
 

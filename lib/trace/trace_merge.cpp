@@ -1,0 +1,231 @@
+#include "trace/trace_merge.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "trace/chrome_trace_reader.hpp"
+
+namespace attnprof::trace {
+namespace {
+
+// Thrown from the reader's callback to stop after the head of a trace.
+struct HeadComplete {};
+
+// Linux pids stay below 2^22 (pid_max); a fresh pid above 2^30 can be neither a process's nor a GPU's.
+constexpr std::uint32_t kFreshPidBase = 1u << 30;
+
+std::string case_prefix(const std::string& label) { return label.empty() ? "" : "[" + label + "] "; }
+
+// GPU pids a slot may use: its inputs' devices, and at least the first 16 ordinals (a node's
+// GPUs) for devices a trace uses without listing them in deviceProperties.
+constexpr std::uint32_t kGpusAssumedPerSlot = 16;
+
+// Host pids: the input's own unless another input has it or it is one of a slot's GPU pids.
+std::vector<std::uint32_t> assign_host_pids(const std::vector<MergeInput>& inputs) {
+  std::map<std::uint32_t, std::uint32_t> gpu_pids_of_slot;  // slot -> how many GPU pids it may use
+  for (const MergeInput& in : inputs) {
+    std::uint32_t& count = gpu_pids_of_slot[in.slot];
+    count = std::max(count, kGpusAssumedPerSlot);
+    for (const DeviceProperties& d : in.head.devices)
+      count = std::max(count, static_cast<std::uint32_t>(std::max(d.id, 0)) + 1);
+  }
+  auto is_gpu_pid = [&](std::uint32_t pid) {
+    const auto slot = gpu_pids_of_slot.find(pid / kGpuPidsPerSlot);
+    return slot != gpu_pids_of_slot.end() && pid % kGpuPidsPerSlot < slot->second;
+  };
+  std::set<std::uint32_t> taken;
+  std::vector<std::uint32_t> pids;
+  std::uint32_t fresh = kFreshPidBase;
+  for (const MergeInput& in : inputs) {
+    std::optional<std::uint32_t> pid = in.head.host_process;
+    if (pid && (is_gpu_pid(*pid) || taken.count(*pid) > 0)) pid.reset();
+    if (!pid) {
+      while (taken.count(fresh) > 0) ++fresh;
+      pid = fresh++;
+    }
+    taken.insert(*pid);
+    pids.push_back(*pid);
+  }
+  return pids;
+}
+
+// ac2g ids of input `input`: its own range of 2^32, so correlation ids never meet across inputs.
+class FlowIds {
+ public:
+  explicit FlowIds(std::size_t inputs) : next_fresh_(static_cast<std::uint64_t>(inputs) << 32) {}
+  std::uint64_t map(std::size_t input, std::uint64_t id) {
+    if (id <= std::numeric_limits<std::uint32_t>::max()) return (static_cast<std::uint64_t>(input) << 32) | id;
+    auto [it, inserted] = large_.try_emplace({input, id}, next_fresh_);
+    if (inserted) ++next_fresh_;
+    return it->second;
+  }
+
+ private:
+  struct KeyHash {
+    std::size_t operator()(const std::pair<std::size_t, std::uint64_t>& k) const {
+      return std::hash<std::uint64_t>()(k.second * 31 + k.first);
+    }
+  };
+  std::unordered_map<std::pair<std::size_t, std::uint64_t>, std::uint64_t, KeyHash> large_;
+  std::uint64_t next_fresh_;
+};
+
+}  // namespace
+
+std::string labelled(const std::string& label, const std::string& name) {
+  return label.empty() ? name : label + " / " + name;
+}
+
+TraceHead read_trace_head(const std::filesystem::path& path) {
+  TraceHead head;
+  head.path = path;
+  std::set<std::uint64_t> gpu_pids;
+  auto take_document = [&](const TraceDocument& doc) {
+    head.base_time_ns = doc.base_time_ns;
+    head.devices = doc.devices;
+    head.rank = doc.rank;
+  };
+  try {
+    const TraceDocument doc = read_chrome_trace(path, [&](const TraceEvent& e, const TraceDocument& so_far) {
+      if (e.ph != "M") {
+        take_document(so_far);
+        throw HeadComplete{};
+      }
+      // Our writer names the host process first; GPU processes are named "GPU <d>...".
+      if (e.name == "process_name" && e.args.metadata_name && !head.host_process &&
+          e.args.metadata_name->rfind("GPU ", 0) != 0) {
+        head.host_process = static_cast<std::uint32_t>(e.pid);
+        head.host_process_name = *e.args.metadata_name;
+      }
+    });
+    take_document(doc);
+  } catch (const HeadComplete&) {
+  }
+  return head;
+}
+
+MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::filesystem::path& out,
+                         const MergeOptions& options,
+                         const std::function<nlohmann::json(const MergeResult&)>& metadata) {
+  MergeResult result;
+  std::optional<std::uint64_t> base;
+  TraceHeader header;
+  std::set<int> device_ids;
+  for (const MergeInput& in : inputs) {
+    if (in.head.base_time_ns) base = std::min(base.value_or(*in.head.base_time_ns), *in.head.base_time_ns);
+    else
+      result.notes.push_back(fmt::format("{} has no baseTimeNanoseconds: its timestamps are taken as absolute",
+                                         in.head.path.string()));
+    for (const DeviceProperties& d : in.head.devices)
+      if (device_ids.insert(d.id).second) header.devices.push_back(d);
+  }
+  result.base_time_ns = base.value_or(0);
+  header.base_time_ns = result.base_time_ns;  // no host process of its own: each input names its own
+
+  ChromeTraceWriter writer(out, header);
+  const bool shared_cases = !options.shared_cases.empty();
+  for (const CaseName& c : options.shared_cases) writer.add_case(c);
+
+  const std::vector<std::uint32_t> host_pids = assign_host_pids(inputs);
+  FlowIds flow_ids(inputs.size());
+  int next_case = 0;
+  try {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const MergeInput& in = inputs[i];
+      MergedInput merged;
+      merged.path = in.head.path;
+      merged.label = in.label;
+      merged.rank = in.head.rank;
+      merged.host_pid = host_pids[i];
+      merged.original_host_pid = in.head.host_process;
+      merged.gpu_pid_base = in.slot * kGpuPidsPerSlot;
+      merged.clock_shift_ns = in.head.base_time_ns ? static_cast<std::int64_t>(*in.head.base_time_ns - result.base_time_ns) : 0;
+      merged.first_case = shared_cases ? 0 : next_case;
+
+      TraceSource source;
+      source.host_process = merged.host_pid;
+      source.host_process_name = labelled(
+          in.label, in.head.host_process_name.empty() ? fmt::format("process {}", in.head.host_process.value_or(0))
+                                                      : in.head.host_process_name);
+      source.gpu_pid_base = merged.gpu_pid_base;
+      source.gpu_process_prefix = in.label.empty() ? "" : in.label + " / ";
+      source.sort_index_base = static_cast<int>(in.slot) * static_cast<int>(kGpuPidsPerSlot);
+      source.automatic_flows = false;  // the input's own flow events are copied, ids remapped
+      writer.set_source(source);
+
+      TraceEventConverter converter;
+      converter.compute_missing_occupancy = false;  // a merge carries what was recorded, nothing more
+      std::optional<std::int64_t> shift;            // the converter's rule, for the flow events
+      int cases_seen = 0;
+      const std::string prefix = case_prefix(in.label);
+      const TraceDocument doc = read_chrome_trace(in.head.path, [&](const TraceEvent& e, const TraceDocument& so_far) {
+        if (e.ph == "M") return;  // the writer names every track it writes
+        if (e.ts_ns && !shift)
+          shift = so_far.base_time_ns && *e.ts_ns >= 0 && static_cast<std::uint64_t>(*e.ts_ns) < *so_far.base_time_ns
+                      ? static_cast<std::int64_t>(*so_far.base_time_ns)
+                      : 0;
+        if ((e.ph == "s" || e.ph == "f") && e.id && e.ts_ns) {
+          FlowEvent flow;
+          flow.start = e.ph == "s";
+          flow.id = flow_ids.map(i, *e.id);
+          flow.ts_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *e.ts_ns + *shift));
+          flow.device = static_cast<std::uint32_t>(e.pid);
+          flow.thread = static_cast<std::uint32_t>(e.tid);
+          writer.write(flow);
+          ++merged.events;
+          return;
+        }
+        std::optional<Activity> activity = converter.convert(e, so_far);
+        if (!activity) {
+          ++merged.events_not_carried;
+          return;
+        }
+        std::visit(
+            [&](auto& a) {
+              if constexpr (requires { a.tag; }) {
+                if (a.tag.case_index >= 0) {
+                  cases_seen = std::max(cases_seen, a.tag.case_index + 1);
+                  if (!shared_cases) {
+                    a.tag.case_index += merged.first_case;
+                    const auto index = static_cast<std::size_t>(a.tag.case_index);
+                    if (!writer.has_case(index) && e.args.case_label)
+                      writer.set_case(index, {prefix + *e.args.case_label, e.args.backend.value_or("")});
+                  }
+                }
+              }
+              if constexpr (std::is_same_v<std::decay_t<decltype(a)>, ApiCall>) a.launches_work = false;
+              writer.write(a);
+            },
+            *activity);
+        ++merged.events;
+      });
+      merged.attnprof = doc.attnprof;
+      // Cases without GPU events still hold their index: the stored summary lists them all.
+      int stored_cases = 0;
+      if (doc.attnprof.is_object() && doc.attnprof.contains("summary") && doc.attnprof["summary"].is_object() &&
+          doc.attnprof["summary"].contains("cases") && doc.attnprof["summary"]["cases"].is_array())
+        stored_cases = static_cast<int>(doc.attnprof["summary"]["cases"].size());
+      merged.case_count = std::max(cases_seen, stored_cases);
+      if (!shared_cases) next_case += merged.case_count;
+      if (merged.events_not_carried > 0)
+        result.notes.push_back(fmt::format("{}: {} event(s) of kinds a merge does not carry (only kernels, copies, "
+                                           "memsets, CUDA API calls, annotations, overhead and ac2g flows are)",
+                                           in.head.path.string(), merged.events_not_carried));
+      result.events += merged.events;
+      result.inputs.push_back(std::move(merged));
+    }
+  } catch (const std::exception& e) {
+    writer.finish(nlohmann::json{{"incomplete", true}, {"error", e.what()}});
+    throw;
+  }
+  writer.finish(metadata ? metadata(result) : nlohmann::json::object());
+  return result;
+}
+
+}  // namespace attnprof::trace
