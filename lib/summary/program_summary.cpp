@@ -25,8 +25,6 @@ std::string utc_now_iso8601() {
   return text;
 }
 
-using Span = std::pair<std::uint64_t, std::uint64_t>;
-
 }  // namespace
 
 AttentionProblem unknown_problem() {
@@ -37,24 +35,22 @@ AttentionProblem unknown_problem() {
 
 std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
                                                  const trace::ActivityBatch& tagged, const DeviceProperties& device) {
-  std::vector<trace::ActivityBatch> per_case(cases.size());
-  std::vector<std::map<int, Span>> spans(cases.size());
-  auto take = [&](const auto& records, auto member) {
+  std::vector<CaseAccumulator> per_case(cases.size());
+  auto take = [&](const auto& records) {
     for (const auto& r : records) {
       const int c = r.tag.case_index;
-      if (c < 0 || static_cast<std::size_t>(c) >= cases.size() || r.tag.phase != trace::Phase::iteration) continue;
-      (per_case[static_cast<std::size_t>(c)].*member).push_back(r);
-      auto [it, inserted] = spans[static_cast<std::size_t>(c)].try_emplace(r.tag.iteration, r.start_ns, r.end_ns);
-      if (!inserted) {
-        it->second.first = std::min(it->second.first, r.start_ns);
-        it->second.second = std::max(it->second.second, r.end_ns);
-      }
+      if (c >= 0 && static_cast<std::size_t>(c) < cases.size()) per_case[static_cast<std::size_t>(c)].add(r);
     }
   };
-  take(tagged.kernels, &trace::ActivityBatch::kernels);
-  take(tagged.memcpys, &trace::ActivityBatch::memcpys);
-  take(tagged.memsets, &trace::ActivityBatch::memsets);
+  take(tagged.kernels);
+  take(tagged.memcpys);
+  take(tagged.memsets);
+  return summarize_program_cases(cases, per_case, device);
+}
 
+std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
+                                                 const std::vector<CaseAccumulator>& per_case,
+                                                 const DeviceProperties& device) {
   std::vector<CaseSummary> out;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     CaseMeasurements m;
@@ -62,9 +58,8 @@ std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::Annota
     m.problem = unknown_problem();
     m.iterations = cases[i].occurrences;
     // Occurrences without GPU work have no span; they still count as iterations.
-    for (const auto& [iteration, span] : spans[i])
-      m.iteration_us.push_back(static_cast<double>(span.second - span.first) / 1000.0);
-    CaseSummary c = summarize_case(m, per_case[i], device);
+    if (i < per_case.size()) m.iteration_us = per_case[i].span_us();
+    CaseSummary c = i < per_case.size() ? per_case[i].summarize(m, device) : CaseAccumulator().summarize(m, device);
     add_findings(c);
     out.push_back(std::move(c));
   }

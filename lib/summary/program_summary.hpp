@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/device_properties.hpp"
+#include "summary/case_accumulator.hpp"
 #include "summary/summary.hpp"
 #include "trace/annotation_cases.hpp"
 #include "trace/model.hpp"
@@ -24,6 +25,10 @@ AttentionProblem unknown_problem();
 // (phase `iteration`, iteration = occurrence). Records of other phases or no case are ignored.
 std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
                                                  const trace::ActivityBatch& tagged, const DeviceProperties& device);
+// The same from accumulators already fed, one per case (`attnprof report` streams into them).
+std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
+                                                 const std::vector<CaseAccumulator>& per_case,
+                                                 const DeviceProperties& device);
 
 // What the injection knows about the process it ran in.
 struct ProgramInfo {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "collector/occupancy.hpp"
+#include "summary/case_accumulator.hpp"
 #include "summary/kernel_category.hpp"
 
 namespace attnprof {
@@ -46,121 +46,10 @@ double percentile(std::vector<double> values, double p) {
   return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
 }
 
-namespace {
-
-bool in_timed_iteration(const trace::SweepTag& tag) { return tag.phase == trace::Phase::iteration; }
-
-template <typename Record>
-double duration_us(const Record& r) {
-  return r.end_ns > r.start_ns ? static_cast<double>(r.end_ns - r.start_ns) / 1000.0 : 0.0;
-}
-
-void add_launch_api(std::vector<std::string>& apis, const std::string& api) {
-  if (!api.empty() && std::find(apis.begin(), apis.end(), api) == apis.end()) apis.push_back(api);
-}
-
-}  // namespace
-
 CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch& a, const DeviceProperties& device) {
-  CaseSummary c;
-  c.label = m.label;
-  c.backend = m.backend;
-  c.problem = m.problem;
-  c.iterations = m.iterations;
-  c.iteration_us = m.iteration_us;
-  c.median_us = median(m.iteration_us);
-  c.p90_us = percentile(m.iteration_us, 90);
-  c.min_us = m.iteration_us.empty() ? 0 : *std::min_element(m.iteration_us.begin(), m.iteration_us.end());
-  c.tflops = c.median_us > 0 ? attention_flops(m.problem) / (c.median_us * 1e-6) / 1e12 : 0;
-  c.plan_cold_ms = m.plan_cold_ms;
-  c.plan_warm_ms = m.plan_warm_ms;
-  c.host_enqueue_us_per_iter = m.host_enqueue_us_per_iter;
-  c.verified = m.verified;
-  c.verify_passed = m.verify_passed;
-  c.relative_error = m.relative_error;
-  c.error_bound = m.error_bound;
-
-  const double iters = m.iterations > 0 ? m.iterations : 1;
-  std::map<std::string, KernelSummary> by_name;
-  std::vector<std::string> order;
-  for (const trace::KernelActivity& k : a.kernels) {
-    if (!in_timed_iteration(k.tag)) continue;
-    auto [it, inserted] = by_name.try_emplace(k.name);
-    KernelSummary& s = it->second;
-    if (inserted) {
-      order.push_back(k.name);
-      s.name = k.name;
-      s.registers_per_thread = k.registers_per_thread;
-      s.grid = k.grid;
-      s.block = k.block;
-      s.shared_bytes = k.static_shared_bytes + k.dynamic_shared_bytes;
-      s.local_bytes_per_thread = k.local_bytes_per_thread;
-      s.occupancy_valid = k.occupancy.valid;
-      s.active_blocks_per_sm = k.occupancy.active_blocks_per_sm;
-      s.theoretical_occupancy_percent = k.occupancy.theoretical_percent;
-      s.occupancy_limiter = k.occupancy.limiter;
-      s.achieved_occupancy_percent = k.achieved_occupancy_percent;
-      s.dram_throughput_percent = k.dram_throughput_percent;
-      s.dram_bytes_per_second = k.dram_bytes_per_second;
-      s.tensor_pipe_percent = k.tensor_pipe_percent;
-      s.launch_api = k.launch_api;
-      KernelResources res;
-      res.block_threads = k.block[0] * k.block[1] * k.block[2];
-      res.registers_per_thread = k.registers_per_thread;
-      res.static_shared_bytes = k.static_shared_bytes;
-      res.dynamic_shared_bytes = k.dynamic_shared_bytes;
-      res.shared_optin = k.shared_optin;
-      s.occupancy_explanation = explain_occupancy(res, theoretical_occupancy(device, res));
-    }
-    s.per_iter += 1;  // totals here; divided by the iteration count once, below, so counts stay exact
-    s.gpu_us_per_iter += duration_us(k);
-    c.kernels_per_iter += 1;
-    c.gpu_busy_us_per_iter += duration_us(k);
-    add_launch_api(c.launch_apis, k.launch_api);
-  }
-  for (const std::string& name : order) {
-    KernelSummary s = by_name[name];
-    s.per_iter /= iters;
-    s.gpu_us_per_iter /= iters;
-    c.kernels.push_back(std::move(s));
-  }
-  std::stable_sort(c.kernels.begin(), c.kernels.end(),
-                   [](const KernelSummary& x, const KernelSummary& y) { return x.gpu_us_per_iter > y.gpu_us_per_iter; });
-
-  std::map<std::string, MemoryOpSummary> ops;
-  for (const trace::MemcpyActivity& mc : a.memcpys) {
-    if (!in_timed_iteration(mc.tag)) continue;
-    MemoryOpSummary& op = ops[std::string("memcpy ") + to_string(mc.kind)];
-    op.what = std::string("memcpy ") + to_string(mc.kind);
-    op.per_iter += 1;
-    op.bytes_per_iter += static_cast<double>(mc.bytes);
-    op.launch_api = mc.launch_api;
-    c.memcpy_per_iter += 1;
-    c.memcpy_bytes_per_iter += static_cast<double>(mc.bytes);
-    c.gpu_busy_us_per_iter += duration_us(mc);
-    add_launch_api(c.launch_apis, mc.launch_api);
-  }
-  for (const trace::MemsetActivity& ms : a.memsets) {
-    if (!in_timed_iteration(ms.tag)) continue;
-    MemoryOpSummary& op = ops["memset"];
-    op.what = "memset";
-    op.per_iter += 1;
-    op.bytes_per_iter += static_cast<double>(ms.bytes);
-    op.launch_api = ms.launch_api;
-    c.memset_per_iter += 1;
-    c.memset_bytes_per_iter += static_cast<double>(ms.bytes);
-    c.gpu_busy_us_per_iter += duration_us(ms);
-    add_launch_api(c.launch_apis, ms.launch_api);
-  }
-  for (auto& [key, op] : ops) {
-    op.per_iter /= iters;
-    op.bytes_per_iter /= iters;
-    c.memory_ops.push_back(op);
-  }
-  for (double* total : {&c.kernels_per_iter, &c.memcpy_per_iter, &c.memcpy_bytes_per_iter, &c.memset_per_iter,
-                        &c.memset_bytes_per_iter, &c.gpu_busy_us_per_iter})
-    *total /= iters;
-  return c;
+  CaseAccumulator accumulator;
+  accumulator.add(a);
+  return accumulator.summarize(m, device);
 }
 
 // ---- JSON ----
