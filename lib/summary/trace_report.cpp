@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -12,6 +13,7 @@
 #include "check/expectations.hpp"
 #include "config/config.hpp"
 #include "core/version.hpp"
+#include "summary/case_accumulator.hpp"
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"
 #include "trace/annotation_cases.hpp"
@@ -20,14 +22,163 @@
 namespace attnprof {
 namespace {
 
-using Span = std::pair<std::uint64_t, std::uint64_t>;
+bool is_gpu_category(const std::string& cat) { return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset"; }
 
-// GPU records of one case our writer tagged, kept only for its timed iterations.
+// GPU records of one case our writer tagged, aggregated as they stream past.
 struct TaggedCase {
   std::string label;
   std::string backend;
-  trace::ActivityBatch timed;
-  std::map<int, Span> spans;  // iteration -> first start, last end
+  CaseAccumulator timed;
+};
+
+// GPU records without our tags (Kineto's, or an untagged trace of ours), kept until every
+// annotation range and launch site is known: the per-record values in a small struct, the
+// attributes many launches share (a kernel's name, resources and occupancy; a copy's kind)
+// interned once.
+class PendingGpuRecords {
+ public:
+  enum class Kind : std::uint8_t { kernel, memcpy, memset };
+  struct Record {
+    std::uint64_t start_ns = 0;
+    std::uint64_t end_ns = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t correlation = 0;
+    std::uint32_t shape = 0;  // index into the kind's shapes
+    Kind kind = Kind::kernel;
+  };
+
+  void add(const trace::KernelActivity& k) {
+    // Everything the summary reads of a kernel but its times: launches that agree share a shape.
+    start_key(Kind::kernel);
+    const trace::Occupancy& o = k.occupancy;
+    auto out = std::back_inserter(key_);
+    fmt::format_to(out, "{}\n{}\n{}\n", k.name, k.launch_api, o.limiter);
+    for (int v : {k.registers_per_thread, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+                  k.static_shared_bytes, k.dynamic_shared_bytes, k.local_bytes_per_thread, int{k.shared_optin},
+                  int{o.valid}, o.active_blocks_per_sm, o.block_limit_registers, o.block_limit_shared_memory,
+                  o.block_limit_warps, o.block_limit_blocks})
+      fmt::format_to(out, "{} ", v);
+    for (const std::optional<double>& v : {std::optional<double>(o.theoretical_percent), k.achieved_occupancy_percent,
+                                           k.dram_throughput_percent, k.dram_bytes_per_second, k.tensor_pipe_percent}) {
+      if (v) fmt::format_to(out, "{} ", *v);
+      else key_ += "- ";
+    }
+    push(k, Kind::kernel, 0, kernels_);
+  }
+  void add(const trace::MemcpyActivity& m) {
+    start_key(Kind::memcpy);
+    fmt::format_to(std::back_inserter(key_), "{}\n{}\n{}\n{}", to_string(m.kind), m.src_memory, m.dst_memory,
+                   m.launch_api);
+    push(m, Kind::memcpy, m.bytes, memcpys_);
+  }
+  void add(const trace::MemsetActivity& m) {
+    start_key(Kind::memset);
+    fmt::format_to(std::back_inserter(key_), "{}\n{}\n{}", m.memory, m.value, m.launch_api);
+    push(m, Kind::memset, m.bytes, memsets_);
+  }
+
+  const std::vector<Record>& records() const { return records_; }
+  bool empty() const { return records_.empty(); }
+  void clear() { *this = PendingGpuRecords(); }
+
+  // Calls visit(activity) with each record rebuilt (in a scratch activity, reused).
+  template <typename Visit>
+  void for_each(Visit&& visit) const {
+    trace::KernelActivity kernel;
+    trace::MemcpyActivity memcpy;
+    trace::MemsetActivity memset;
+    auto fill = [](auto& scratch, const auto& shape, const Record& r) {
+      scratch = shape;
+      scratch.start_ns = r.start_ns;
+      scratch.end_ns = r.end_ns;
+      scratch.correlation = r.correlation;
+    };
+    for (const Record& r : records_) {
+      switch (r.kind) {
+        case Kind::kernel:
+          fill(kernel, kernels_[r.shape], r);
+          visit(kernel);
+          break;
+        case Kind::memcpy:
+          fill(memcpy, memcpys_[r.shape], r);
+          memcpy.bytes = r.bytes;
+          visit(memcpy);
+          break;
+        case Kind::memset:
+          fill(memset, memsets_[r.shape], r);
+          memset.bytes = r.bytes;
+          visit(memset);
+          break;
+      }
+    }
+  }
+
+ private:
+  void start_key(Kind kind) {
+    key_.clear();
+    key_.push_back(static_cast<char>('0' + static_cast<int>(kind)));
+  }
+
+  template <typename Activity>
+  void push(const Activity& a, Kind kind, std::uint64_t bytes, std::vector<Activity>& shapes) {
+    auto it = shape_ids_.find(key_);
+    if (it == shape_ids_.end()) {
+      it = shape_ids_.emplace(key_, static_cast<std::uint32_t>(shapes.size())).first;
+      Activity& shape = shapes.emplace_back(a);
+      shape.start_ns = shape.end_ns = 0;
+      shape.correlation = 0;
+      shape.tag = {};
+    }
+    records_.push_back({a.start_ns, a.end_ns, bytes, a.correlation, it->second, kind});
+  }
+
+  std::string key_;  // reused, so a shape already seen costs no allocation
+  std::unordered_map<std::string, std::uint32_t> shape_ids_;
+  std::vector<trace::KernelActivity> kernels_;
+  std::vector<trace::MemcpyActivity> memcpys_;
+  std::vector<trace::MemsetActivity> memsets_;
+  std::vector<Record> records_;
+};
+
+// Where each API call ran, by correlation id: enough to join GPU work to the range around its
+// launch. A sorted vector, not a hash map: a Kineto trace holds millions of calls.
+class LaunchSites {
+ public:
+  struct Site {
+    std::uint32_t correlation = 0;
+    std::uint32_t api = 0;  // index into names()
+    trace::LaunchSite where;
+  };
+
+  void add(const trace::ApiCall& c) {
+    auto [name, inserted] = api_ids_.try_emplace(c.name, static_cast<std::uint32_t>(api_names_.size()));
+    if (inserted) api_names_.push_back(c.name);
+    sites_.push_back({c.correlation, name->second, {c.thread, c.start_ns}});
+  }
+  // Sorts once all calls are in; for a correlation id seen twice the later call wins.
+  void seal() {
+    std::stable_sort(sites_.begin(), sites_.end(),
+                     [](const Site& x, const Site& y) { return x.correlation < y.correlation; });
+    std::vector<Site> unique;
+    unique.reserve(sites_.size());
+    for (const Site& s : sites_) {
+      if (!unique.empty() && unique.back().correlation == s.correlation) unique.back() = s;
+      else unique.push_back(s);
+    }
+    sites_ = std::move(unique);
+  }
+  const Site* find(std::uint32_t correlation) const {
+    auto it = std::lower_bound(sites_.begin(), sites_.end(), correlation,
+                               [](const Site& s, std::uint32_t c) { return s.correlation < c; });
+    return it != sites_.end() && it->correlation == correlation ? &*it : nullptr;
+  }
+  const std::string& api_name(const Site& site) const { return api_names_[site.api]; }
+  void clear() { *this = LaunchSites(); }
+
+ private:
+  std::vector<Site> sites_;
+  std::unordered_map<std::string, std::uint32_t> api_ids_;
+  std::vector<std::string> api_names_;
 };
 
 class ReportBuilder {
@@ -41,9 +192,11 @@ class ReportBuilder {
       }
       return;
     }
+    // Once our tags show, the cases come from them: host events are no longer needed.
+    if (!tagged_.empty() && !is_gpu_category(e.cat)) return;
     std::optional<trace::Activity> activity = converter_.convert(e, doc);
     if (!activity) return;
-    std::visit([&](auto&& a) { take(std::move(a), e); }, std::move(*activity));
+    std::visit([&](auto&& a) { take(a, e); }, *activity);
   }
 
   TraceReport finish(const trace::TraceDocument& doc, const TraceReportOptions& options) {
@@ -59,36 +212,32 @@ class ReportBuilder {
 
  private:
   template <typename Record>
-  void take_gpu(Record&& r, const trace::TraceEvent& e, std::vector<std::decay_t<Record>> trace::ActivityBatch::*member) {
+  void take_gpu(const Record& r, const trace::TraceEvent& e) {
     ++gpu_records_;
     if (r.tag.case_index >= 0) {
+      if (tagged_.empty()) {
+        // Our tags make the joins unnecessary: what was kept for them goes.
+        untagged_.clear();
+        launch_sites_.clear();
+        annotations_ = {};
+      }
       TaggedCase& c = tagged_[r.tag.case_index];
       if (c.label.empty() && e.args.case_label) c.label = *e.args.case_label;
       if (c.backend.empty() && e.args.backend) c.backend = *e.args.backend;
-      if (r.tag.phase != trace::Phase::iteration) return;  // only timed iterations are counted
-      auto [it, inserted] = c.spans.try_emplace(r.tag.iteration, r.start_ns, r.end_ns);
-      if (!inserted) {
-        it->second.first = std::min(it->second.first, r.start_ns);
-        it->second.second = std::max(it->second.second, r.end_ns);
-      }
-      (c.timed.*member).push_back(std::forward<Record>(r));
-    } else {
-      (untagged_.*member).push_back(std::forward<Record>(r));
+      c.timed.add(r);  // only timed iterations are counted
+    } else if (tagged_.empty()) {
+      untagged_.add(r);
     }
   }
-  void take(trace::KernelActivity&& k, const trace::TraceEvent& e) { take_gpu(std::move(k), e, &trace::ActivityBatch::kernels); }
-  void take(trace::MemcpyActivity&& m, const trace::TraceEvent& e) { take_gpu(std::move(m), e, &trace::ActivityBatch::memcpys); }
-  void take(trace::MemsetActivity&& m, const trace::TraceEvent& e) { take_gpu(std::move(m), e, &trace::ActivityBatch::memsets); }
-  void take(trace::ApiCall&& c, const trace::TraceEvent&) {
-    // Only where it ran, when and what: enough to join GPU work to the range around its launch.
-    auto [name, inserted] = api_ids_.try_emplace(c.name, static_cast<std::uint32_t>(api_names_.size()));
-    if (inserted) api_names_.push_back(c.name);
-    launch_sites_[c.correlation] = {{c.thread, c.start_ns}, name->second};
+  void take(const trace::KernelActivity& k, const trace::TraceEvent& e) { take_gpu(k, e); }
+  void take(const trace::MemcpyActivity& m, const trace::TraceEvent& e) { take_gpu(m, e); }
+  void take(const trace::MemsetActivity& m, const trace::TraceEvent& e) { take_gpu(m, e); }
+  void take(const trace::ApiCall& c, const trace::TraceEvent&) { launch_sites_.add(c); }
+  void take(const trace::Annotation& a, const trace::TraceEvent&) {
+    // Only top-level host ranges can be cases; transparent ones never are.
+    if (!a.on_gpu && !trace::is_transparent_range(a.name)) annotations_.push_back(a);
   }
-  void take(trace::Annotation&& a, const trace::TraceEvent&) {
-    if (!a.on_gpu) annotations_.push_back(std::move(a));
-  }
-  void take(trace::OverheadActivity&&, const trace::TraceEvent&) {}
+  void take(const trace::OverheadActivity&, const trace::TraceEvent&) {}
 
   std::optional<std::vector<Expectation>> expectations(const trace::TraceDocument& doc, const TraceReportOptions& options,
                                                        TraceReport& report) const {
@@ -118,7 +267,7 @@ class ReportBuilder {
         report.notes.push_back(fmt::format("the summary stored in the trace could not be read ({})", e.what()));
       }
     }
-    const trace::ActivityBatch empty;
+    const CaseAccumulator empty;
     if (stored) {
       const std::optional<std::vector<Expectation>> expect = expectations(doc, options, report);
       RunSummary& out = report.summary;
@@ -142,7 +291,7 @@ class ReportBuilder {
         m.relative_error = was.relative_error;
         m.error_bound = was.error_bound;
         const auto t = tagged_.find(static_cast<int>(i));
-        CaseSummary c = summarize_case(m, t == tagged_.end() ? empty : t->second.timed, device_);
+        CaseSummary c = (t == tagged_.end() ? empty : t->second.timed).summarize(m, device_);
         c.status = was.status;
         c.reason = was.reason;
         c.device = was.device;  // run --devices: the GPU each case ran on
@@ -170,9 +319,10 @@ class ReportBuilder {
       m.label = t.label.empty() ? fmt::format("case {}", index) : t.label;
       m.backend = t.backend;
       m.problem = unknown_problem();
-      m.iterations = t.spans.empty() ? 0 : t.spans.rbegin()->first + 1;
-      for (const auto& [iteration, span] : t.spans) m.iteration_us.push_back((span.second - span.first) / 1000.0);
-      CaseSummary c = summarize_case(m, t.timed, device_);
+      const auto& spans = t.timed.iteration_spans();
+      m.iterations = spans.empty() ? 0 : spans.rbegin()->first + 1;
+      m.iteration_us = t.timed.span_us();
+      CaseSummary c = t.timed.summarize(m, device_);
       add_findings(c);
       out.cases.push_back(std::move(c));
     }
@@ -180,6 +330,7 @@ class ReportBuilder {
 
   void build_from_annotations(const trace::TraceDocument& doc, TraceReport& report) {
     report.origin = own_trace_ ? "attnprof (untagged)" : "Chrome trace (Kineto schema)";
+    launch_sites_.seal();
     trace::AnnotationCaseIndex index(annotations_);
     std::vector<trace::AnnotationCase> cases = index.cases();
     if (index.empty()) {
@@ -188,41 +339,34 @@ class ReportBuilder {
       cases = {{trace::kWholeRunCase, 1}};
     } else {
       bool any_launch = false, any_match = false;
-      auto survey = [&](const auto& records) {
-        for (const auto& r : records) {
-          const auto site = launch_sites_.find(r.correlation);
-          if (site == launch_sites_.end()) continue;
-          any_launch = true;
-          any_match = any_match || index.has_thread(site->second.where.thread);
-        }
-      };
-      survey(untagged_.kernels);
-      survey(untagged_.memcpys);
-      survey(untagged_.memsets);
+      for (const PendingGpuRecords::Record& r : untagged_.records()) {
+        const LaunchSites::Site* site = launch_sites_.find(r.correlation);
+        if (site == nullptr) continue;
+        any_launch = true;
+        any_match = any_match || index.has_thread(site->where.thread);
+      }
       if (any_launch && !any_match) {
         index.match_by_time_only(true);
         report.notes.push_back("no thread that launched GPU work holds a range: work is matched to ranges by time alone");
       }
     }
+    std::vector<CaseAccumulator> per_case(cases.size());
     std::uint64_t unlaunched = 0;
-    auto tag_all = [&](auto& records) {
-      for (auto& r : records) {
-        const auto site = launch_sites_.find(r.correlation);
-        // Kineto's GPU events do not name their launch API; the joined runtime/driver event does.
-        if (site != launch_sites_.end() && r.launch_api.empty()) r.launch_api = api_names_[site->second.api];
-        if (index.empty()) {
-          r.tag = {0, trace::Phase::iteration, 0};
-        } else if (site == launch_sites_.end()) {
-          ++unlaunched;
-          r.tag = {};
-        } else {
-          r.tag = index.tag_at(site->second.where.thread, site->second.where.start_ns);
-        }
+    untagged_.for_each([&](auto& r) {
+      const LaunchSites::Site* site = launch_sites_.find(r.correlation);
+      // Kineto's GPU events do not name their launch API; the joined runtime/driver event does.
+      if (site != nullptr && r.launch_api.empty()) r.launch_api = launch_sites_.api_name(*site);
+      if (index.empty()) {
+        r.tag = {0, trace::Phase::iteration, 0};
+      } else if (site == nullptr) {
+        ++unlaunched;
+        return;
+      } else {
+        r.tag = index.tag_at(site->where.thread, site->where.start_ns);
       }
-    };
-    tag_all(untagged_.kernels);
-    tag_all(untagged_.memcpys);
-    tag_all(untagged_.memsets);
+      if (r.tag.case_index >= 0 && static_cast<std::size_t>(r.tag.case_index) < per_case.size())
+        per_case[static_cast<std::size_t>(r.tag.case_index)].add(r);
+    });
     if (unlaunched > 0)
       report.notes.push_back(fmt::format("{} GPU event(s) have no cuda_runtime/cuda_driver event with their correlation id "
                                          "and belong to no case",
@@ -233,7 +377,7 @@ class ReportBuilder {
     out.config_name = "report";
     out.config_source = doc.source;
     out.device = device_;
-    out.cases = summarize_program_cases(cases, untagged_, device_);
+    out.cases = summarize_program_cases(cases, per_case, device_);
   }
 
   trace::TraceEventConverter converter_;
@@ -241,15 +385,10 @@ class ReportBuilder {
   DeviceProperties device_;
   std::uint64_t gpu_records_ = 0;
   std::map<int, TaggedCase> tagged_;
-  trace::ActivityBatch untagged_;  // GPU records without our tags, plus nothing else
-  struct Site {
-    trace::LaunchSite where;
-    std::uint32_t api = 0;  // index into api_names_
-  };
-  std::unordered_map<std::uint32_t, Site> launch_sites_;
-  std::unordered_map<std::string, std::uint32_t> api_ids_;
-  std::vector<std::string> api_names_;
-  std::vector<trace::Annotation> annotations_;
+  // Kept only while no GPU record carries our tags (a Kineto trace, an untagged one of ours).
+  PendingGpuRecords untagged_;
+  LaunchSites launch_sites_;
+  std::vector<trace::Annotation> annotations_;  // top-level candidates: host, not transparent
 };
 
 }  // namespace
