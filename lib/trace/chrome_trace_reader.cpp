@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -14,14 +13,14 @@ namespace {
 
 enum class EventField { other, ph, cat, name, pid, tid, ts, dur, id, bp, args };
 
-EventField event_field(const std::string& key) {
-  if (key.size() > 4) return EventField::other;
+EventField event_field(std::string_view key) {
+  // Compared a character at a time: the keys of every event pass here.
   switch (key.size()) {
     case 2:
-      if (key == "ph") return EventField::ph;
-      if (key == "ts") return EventField::ts;
-      if (key == "id") return EventField::id;
-      if (key == "bp") return EventField::bp;
+      if (key[0] == 'p' && key[1] == 'h') return EventField::ph;
+      if (key[0] == 't' && key[1] == 's') return EventField::ts;
+      if (key[0] == 'i' && key[1] == 'd') return EventField::id;
+      if (key[0] == 'b' && key[1] == 'p') return EventField::bp;
       break;
     case 3:
       if (key == "cat") return EventField::cat;
@@ -46,43 +45,62 @@ enum class ArgField {
   tensor_pipe,
 };
 
-const std::unordered_map<std::string_view, ArgField>& arg_fields() {
-  static const std::unordered_map<std::string_view, ArgField> fields = {
-      {"correlation", ArgField::correlation},
-      {"device", ArgField::device},
-      {"context", ArgField::context},
-      {"stream", ArgField::stream},
-      {"cbid", ArgField::cbid},
-      {"return value", ArgField::return_value},
-      {"registers per thread", ArgField::registers_per_thread},
-      {"shared memory", ArgField::shared_memory},
-      {"static shared memory", ArgField::static_shared_memory},
-      {"dynamic shared memory", ArgField::dynamic_shared_memory},
-      {"local memory per thread", ArgField::local_memory_per_thread},
-      {"shared memory config", ArgField::shared_memory_config},
-      {"bytes", ArgField::bytes},
-      {"value", ArgField::value},
-      {"grid", ArgField::grid},
-      {"block", ArgField::block},
-      {"cluster", ArgField::cluster},
-      {"theoretical occupancy %", ArgField::theoretical_occupancy},
-      {"achieved occupancy %", ArgField::achieved_occupancy},
-      {"occupancy", ArgField::occupancy},
-      {"occupancy limiter", ArgField::occupancy_limiter},
-      {"occupancy error", ArgField::occupancy_error},
-      {"copy kind", ArgField::copy_kind},
-      {"launch api", ArgField::launch_api},
-      {"case index", ArgField::case_index},
-      {"iteration", ArgField::iteration},
-      {"phase", ArgField::phase},
-      {"case", ArgField::case_label},
-      {"backend", ArgField::backend},
-      {"name", ArgField::name},
-      {"dram throughput %", ArgField::dram_throughput},
-      {"dram bandwidth (GB/s)", ArgField::dram_bandwidth},
-      {"tensor pipe active %", ArgField::tensor_pipe},
-  };
-  return fields;
+// The arg names by length, so a look-up compares a handful of names and hashes nothing.
+class ArgFieldTable {
+ public:
+  ArgFieldTable() {
+    const std::pair<std::string_view, ArgField> fields[] = {
+        {"correlation", ArgField::correlation},
+        {"device", ArgField::device},
+        {"context", ArgField::context},
+        {"stream", ArgField::stream},
+        {"cbid", ArgField::cbid},
+        {"return value", ArgField::return_value},
+        {"registers per thread", ArgField::registers_per_thread},
+        {"shared memory", ArgField::shared_memory},
+        {"static shared memory", ArgField::static_shared_memory},
+        {"dynamic shared memory", ArgField::dynamic_shared_memory},
+        {"local memory per thread", ArgField::local_memory_per_thread},
+        {"shared memory config", ArgField::shared_memory_config},
+        {"bytes", ArgField::bytes},
+        {"value", ArgField::value},
+        {"grid", ArgField::grid},
+        {"block", ArgField::block},
+        {"cluster", ArgField::cluster},
+        {"theoretical occupancy %", ArgField::theoretical_occupancy},
+        {"achieved occupancy %", ArgField::achieved_occupancy},
+        {"occupancy", ArgField::occupancy},
+        {"occupancy limiter", ArgField::occupancy_limiter},
+        {"occupancy error", ArgField::occupancy_error},
+        {"copy kind", ArgField::copy_kind},
+        {"launch api", ArgField::launch_api},
+        {"case index", ArgField::case_index},
+        {"iteration", ArgField::iteration},
+        {"phase", ArgField::phase},
+        {"case", ArgField::case_label},
+        {"backend", ArgField::backend},
+        {"name", ArgField::name},
+        {"dram throughput %", ArgField::dram_throughput},
+        {"dram bandwidth (GB/s)", ArgField::dram_bandwidth},
+        {"tensor pipe active %", ArgField::tensor_pipe},
+    };
+    for (const auto& [name, field] : fields) by_length_[name.size()].emplace_back(name, field);
+  }
+
+  std::optional<ArgField> find(std::string_view key) const {
+    if (key.size() >= by_length_.size()) return std::nullopt;
+    for (const auto& [name, field] : by_length_[key.size()])
+      if (name == key) return field;
+    return std::nullopt;
+  }
+
+ private:
+  std::array<std::vector<std::pair<std::string_view, ArgField>>, 32> by_length_;
+};
+
+const ArgFieldTable& arg_fields() {
+  static const ArgFieldTable table;
+  return table;
 }
 
 std::uint64_t hash_id(const std::string& text) {
@@ -101,7 +119,7 @@ double read_number(JsonPullParser& p, const char* what) {
   return p.as_double(what);
 }
 
-std::string read_string(JsonPullParser& p, const char* what) {
+const std::string& read_string(JsonPullParser& p, const char* what) {
   if (p.last() != JsonToken::string) p.fail_type(what, "a string");
   return p.text();
 }
@@ -129,28 +147,45 @@ std::uint64_t read_process_or_thread(JsonPullParser& p, const char* what) {
 void read_occupancy_object(JsonPullParser& p, TraceEventArgs& a) {
   if (p.last() != JsonToken::begin_object) p.fail_type("args.occupancy", "an object");
   while (p.next() == JsonToken::key) {
-    const std::string key = p.text();
+    const std::string& key = p.text();
+    std::optional<std::int64_t>* field = nullptr;
+    const char* what = nullptr;
+    if (key == "activeBlocksPerMultiprocessor") {
+      field = &a.active_blocks_per_sm;
+      what = "occupancy.activeBlocksPerMultiprocessor";
+    } else if (key == "blockLimitRegs") {
+      field = &a.block_limit_registers;
+      what = "occupancy.blockLimitRegs";
+    } else if (key == "blockLimitSharedMem") {
+      field = &a.block_limit_shared_memory;
+      what = "occupancy.blockLimitSharedMem";
+    } else if (key == "blockLimitWarps") {
+      field = &a.block_limit_warps;
+      what = "occupancy.blockLimitWarps";
+    } else if (key == "blockLimitBlocks") {
+      field = &a.block_limit_blocks;
+      what = "occupancy.blockLimitBlocks";
+    }
+    if (field == nullptr) {
+      p.skip_next_value();
+      continue;
+    }
     p.next();
-    if (key == "activeBlocksPerMultiprocessor") a.active_blocks_per_sm = read_int(p, "occupancy.activeBlocksPerMultiprocessor");
-    else if (key == "blockLimitRegs") a.block_limit_registers = read_int(p, "occupancy.blockLimitRegs");
-    else if (key == "blockLimitSharedMem") a.block_limit_shared_memory = read_int(p, "occupancy.blockLimitSharedMem");
-    else if (key == "blockLimitWarps") a.block_limit_warps = read_int(p, "occupancy.blockLimitWarps");
-    else if (key == "blockLimitBlocks") a.block_limit_blocks = read_int(p, "occupancy.blockLimitBlocks");
-    else p.skip_value();
+    *field = read_int(p, what);
   }
 }
 
 void read_args(JsonPullParser& p, TraceEventArgs& a) {
   if (p.last() != JsonToken::begin_object) p.fail_type("args", "an object");
-  const auto& fields = arg_fields();
+  const ArgFieldTable& fields = arg_fields();
   while (p.next() == JsonToken::key) {
-    const auto it = fields.find(std::string_view(p.text()));
-    p.next();
-    if (it == fields.end()) {
-      p.skip_value();
+    const std::optional<ArgField> field = fields.find(p.text());
+    if (!field) {
+      p.skip_next_value();
       continue;
     }
-    switch (it->second) {
+    p.next();
+    switch (*field) {
       case ArgField::correlation: a.correlation = read_int(p, "args.correlation"); break;
       case ArgField::device: a.device = read_int(p, "args.device"); break;
       case ArgField::context: a.context = read_int(p, "args.context"); break;
@@ -196,6 +231,10 @@ void read_event(JsonPullParser& p, TraceEvent& e) {
   if (p.last() != JsonToken::begin_object) p.fail_type("traceEvents element", "an event object");
   while (p.next() == JsonToken::key) {
     const EventField field = event_field(p.text());
+    if (field == EventField::other) {
+      p.skip_next_value();
+      continue;
+    }
     p.next();
     switch (field) {
       case EventField::ph: e.ph = read_string(p, "event \"ph\""); break;
@@ -215,7 +254,7 @@ void read_event(JsonPullParser& p, TraceEvent& e) {
         break;
       case EventField::bp: e.bp = read_string(p, "event \"bp\""); break;
       case EventField::args: read_args(p, e.args); break;
-      case EventField::other: p.skip_value(); break;
+      case EventField::other: break;
     }
   }
 }
@@ -235,6 +274,23 @@ int default_max_blocks_per_sm(int major, int minor) {
 }
 
 }  // namespace
+
+void TraceEventArgs::clear() {
+  // Field by field: the text fields keep their storage, so no event allocates.
+  for (std::optional<std::int64_t>* v :
+       {&correlation, &device, &context, &stream, &cbid, &return_value, &registers_per_thread, &shared_memory,
+        &static_shared_memory, &dynamic_shared_memory, &local_memory_per_thread, &shared_memory_config, &bytes, &value,
+        &active_blocks_per_sm, &block_limit_registers, &block_limit_shared_memory, &block_limit_warps,
+        &block_limit_blocks, &case_index, &iteration})
+    v->reset();
+  for (std::optional<std::array<int, 3>>* v : {&grid, &block, &cluster}) v->reset();
+  for (std::optional<double>* v : {&theoretical_occupancy_percent, &achieved_occupancy_percent,
+                                   &dram_throughput_percent, &dram_gb_per_second, &tensor_pipe_percent})
+    v->reset();
+  for (ReusableText* v : {&occupancy_limiter, &occupancy_error, &copy_kind, &launch_api, &phase, &case_label,
+                          &backend, &metadata_name})
+    v->reset();
+}
 
 void TraceEvent::clear() {
   ph.clear();

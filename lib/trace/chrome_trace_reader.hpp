@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,28 @@
 #include "trace/model.hpp"
 
 namespace attnprof::trace {
+
+// An optional string that keeps its storage when reset, so that reading millions of events
+// allocates nothing per event. Reads like std::optional<std::string>.
+class ReusableText {
+ public:
+  explicit operator bool() const { return present_; }
+  bool has_value() const { return present_; }
+  const std::string& operator*() const { return text_; }
+  const std::string* operator->() const { return &text_; }
+  const std::string& value() const { return text_; }
+  std::string value_or(std::string_view fallback) const { return present_ ? text_ : std::string(fallback); }
+  ReusableText& operator=(std::string_view text) {
+    text_.assign(text.data(), text.size());
+    present_ = true;
+    return *this;
+  }
+  void reset() { present_ = false; }
+
+ private:
+  std::string text_;
+  bool present_ = false;
+};
 
 // The args attnprof reads (Kineto's names and ours); every other arg is skipped unread.
 struct TraceEventArgs {
@@ -32,12 +55,13 @@ struct TraceEventArgs {
   std::optional<double> dram_throughput_percent, dram_gb_per_second, tensor_pipe_percent;  // --metrics
   std::optional<std::int64_t> active_blocks_per_sm, block_limit_registers, block_limit_shared_memory,
       block_limit_warps, block_limit_blocks;  // from the "occupancy" object
-  std::optional<std::string> occupancy_limiter, occupancy_error, copy_kind, launch_api;
+  ReusableText occupancy_limiter, occupancy_error, copy_kind, launch_api;
   std::optional<std::int64_t> case_index, iteration;
-  std::optional<std::string> phase, case_label, backend;
-  std::optional<std::string> metadata_name;  // args.name of an "M" event
+  ReusableText phase, case_label, backend;
+  ReusableText metadata_name;  // args.name of an "M" event
 
-  void clear() { *this = TraceEventArgs{}; }
+  // Everything unset again; the text fields keep their storage. (Lists every field: add new ones.)
+  void clear();
 };
 
 // One element of traceEvents, flattened. Valid only during the callback.

@@ -80,6 +80,9 @@ class JsonPullParser {
 
   // After the first token of a value: consume the rest of it (nothing to do for scalars).
   void skip_value();
+  // After a key: consume the whole value that follows without keeping any of its text (the
+  // grammar is still checked). The fast way past values nobody reads.
+  void skip_next_value();
   // After the first token of a value: the whole value as a DOM. Only for small sub-documents.
   nlohmann::json read_value();
 
@@ -108,17 +111,30 @@ class JsonPullParser {
     end_of_input,
   };
 
-  int peek();
+  int peek() { return pos_ < end_ ? static_cast<unsigned char>(data_[pos_]) : peek_after_refill(); }
+  int peek_after_refill();
   bool refill();
-  void skip_whitespace();
-  void read_string();
+  void skip_whitespace() {
+    // The writers' separators (", " and ",\n    ") are short: the common case stays inline.
+    while (pos_ < end_) {
+      const char c = data_[pos_];
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+      ++pos_;
+    }
+    skip_whitespace_across_chunks();
+  }
+  void skip_whitespace_across_chunks();
+  void read_string(bool keep);
   void read_number();
+  bool read_number_in_place();
+  void read_number_across_chunks();
   void read_literal(const char* word);
   void after_value();
   JsonToken close(char container);
   std::uint64_t offset() const { return consumed_ + pos_; }
   JsonLocation locate(std::uint64_t offset) const;
   std::string found_text() const;
+  double number_as_double() const;
 
   std::string name_;
   std::filesystem::path path_;      // empty when parsing memory
@@ -135,6 +151,8 @@ class JsonPullParser {
   Expect expect_ = Expect::value;
   JsonToken last_ = JsonToken::end_of_input;
   std::string text_;
+  bool keep_text_ = true;         // false while skip_next_value() runs: strings are checked, not copied
+  bool number_is_integer_ = true;  // the last number had no fraction or exponent
   std::uint64_t token_offset_ = 0;
 };
 
