@@ -309,6 +309,10 @@ int profile_command(const ProfileCommand& o) {
                              "process's cases:\n",
                              outcome.processes.size(), outcome.summary ? outcome.summary->string() : "");
     for (const ProfiledProcess& p : outcome.processes) std::cerr << "  " << p.trace.string() << "\n";
+    const std::filesystem::path dir = outcome.processes.front().trace.parent_path();
+    std::cerr << fmt::format("attnprof profile: one trace with a process track per rank and GPU: attnprof merge {} "
+                             "--out {}\n",
+                             dir.string(), (dir / "trace-merged.json").string());
   }
   return outcome.exit_code;
 }

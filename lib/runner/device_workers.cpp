@@ -218,6 +218,10 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
 
   RunSummary& summary = outcome.summary;
   if (!loaded.empty()) summary = loaded.front();
+  // summary.json keeps only part of the device; the trace's deviceProperties hold all of it.
+  for (const trace::MergeInput& in : traces)
+    for (const DeviceProperties& d : in.head.devices)
+      if (d.id == summary.device.id) summary.device = d;
   summary.cases.clear();
   summary.capture = {};
   summary.interrupted = false;

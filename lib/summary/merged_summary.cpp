@@ -191,6 +191,10 @@ ProfileMerge merge_process_traces(const std::vector<std::filesystem::path>& give
       described.push_back(std::move(d));
     }
     result.combined = combine_summaries(parts);
+    // summary.json keeps only part of the device; the first trace's deviceProperties hold all of it.
+    if (!inputs.empty())
+      for (const DeviceProperties& d : inputs.front().head.devices)
+        if (d.id == result.combined.device.id) result.combined.device = d;
     for (const std::string& note : merged.notes) result.notes.push_back(note);
     return nlohmann::json{{"tool", "attnprof"},
                           {"version", kToolVersion},
