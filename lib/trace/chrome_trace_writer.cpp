@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <charconv>
 #include <cstring>
 #include <stdexcept>
+
+#include "trace/json_text.hpp"
 
 namespace attnprof::trace {
 namespace {
@@ -21,16 +24,65 @@ std::string json_of(std::string_view text) {
   return fmt::to_string(b);
 }
 
+// Appending without a format string to interpret: events are written millions at a time, so
+// literals are fixed-size copies and numbers go straight into the buffer with to_chars.
+void append_raw(fmt::memory_buffer& b, const char* text, std::size_t n) {
+  const std::size_t size = b.size();
+  if (b.capacity() - size < n) b.reserve(size + n);
+  std::memcpy(b.data() + size, text, n);
+  b.resize(size + n);
+}
+
+template <std::size_t N>
+void put(fmt::memory_buffer& b, const char (&literal)[N]) {
+  const std::size_t size = b.size();
+  if (b.capacity() - size < N) b.reserve(size + N);
+  std::memcpy(b.data() + size, literal, N - 1);  // a constant size: a few moves, no call
+  b.resize(size + N - 1);
+}
+
+void put(fmt::memory_buffer& b, std::string_view text) { append_raw(b, text.data(), text.size()); }
+
+template <typename Integer>
+void put_int(fmt::memory_buffer& b, Integer v) {
+  constexpr std::size_t kRoom = 24;  // a 64-bit integer and its sign
+  const std::size_t size = b.size();
+  if (b.capacity() - size < kRoom) b.reserve(size + kRoom);
+  char* const end = std::to_chars(b.data() + size, b.data() + size + kRoom, v).ptr;
+  b.resize(static_cast<std::size_t>(end - b.data()));
+}
+
+// {:.<precision>f} and {:.<precision>g}, as fmt writes them (both follow printf).
+void put_double(fmt::memory_buffer& b, double v, std::chars_format format, int precision) {
+  char text[64];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, v, format, precision);
+  if (error == std::errc()) append_raw(b, text, static_cast<std::size_t>(end - text));
+  else if (format == std::chars_format::fixed) fmt::format_to(fmt::appender(b), "{:.{}f}", v, precision);  // huge values
+  else fmt::format_to(fmt::appender(b), "{:.{}g}", v, precision);
+}
+
+void put_fixed(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::fixed, precision); }
+void put_general(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::general, precision); }
+
+// "12.345": microseconds with a three-digit nanosecond fraction.
+void put_us(fmt::memory_buffer& b, std::uint64_t ns) {
+  put_int(b, ns / 1000);
+  const unsigned fraction = static_cast<unsigned>(ns % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + fraction / 100), static_cast<char>('0' + fraction / 10 % 10),
+                          static_cast<char>('0' + fraction % 10)};
+  append_raw(b, digits, 4);
+}
+
 }  // namespace
 
-void append_json_string(fmt::memory_buffer& out, std::string_view text) {
-  out.push_back('"');
-  std::size_t run_start = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(text.data() + run_start, text.data() + i);
-    run_start = i + 1;
+void append_json_text(fmt::memory_buffer& out, std::string_view text) {
+  const char* const end = text.data() + text.size();
+  for (const char* run = text.data();;) {
+    const char* special = find_json_special(run, end);
+    append_raw(out, run, static_cast<std::size_t>(special - run));
+    if (special == end) return;
+    run = special + 1;
+    const unsigned char c = static_cast<unsigned char>(*special);
     switch (c) {
       case '"': out.append(std::string_view("\\\"")); break;
       case '\\': out.append(std::string_view("\\\\")); break;
@@ -42,14 +94,17 @@ void append_json_string(fmt::memory_buffer& out, std::string_view text) {
       default: fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
     }
   }
-  out.append(text.data() + run_start, text.data() + text.size());
+}
+
+void append_json_string(fmt::memory_buffer& out, std::string_view text) {
+  out.push_back('"');
+  append_json_text(out, text);
   out.push_back('"');
 }
 
 void append_relative_us(fmt::memory_buffer& out, std::uint64_t ns, std::uint64_t base_ns) {
   // Records from before the base (clock skew between host and GPU) clamp to 0, as Kineto does.
-  const std::uint64_t rel = ns > base_ns ? ns - base_ns : 0;
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", rel / 1000, rel % 1000);
+  put_us(out, ns > base_ns ? ns - base_ns : 0);
 }
 
 ChromeTraceWriter::ChromeTraceWriter(std::filesystem::path path, TraceHeader header)
@@ -120,7 +175,7 @@ void ChromeTraceWriter::set_case(std::size_t index, CaseName name) {
 void ChromeTraceWriter::set_source(TraceSource source) { source_ = std::move(source); }
 
 void ChromeTraceWriter::begin_event() {
-  buffer_.append(std::string_view(events_ == 0 ? "\n    " : ",\n    "));
+  put(buffer_, events_ == 0 ? std::string_view("\n    ") : std::string_view(",\n    "));
   ++events_;
 }
 
@@ -144,6 +199,8 @@ void ChromeTraceWriter::write_metadata_event(std::string_view what, std::uint32_
 
 void ChromeTraceWriter::ensure_host_track(std::uint32_t thread) {
   const std::uint32_t pid = source_.host_process;
+  if (last_host_track_ == std::pair{pid, thread}) return;  // the common case: the same thread again
+  last_host_track_ = {pid, thread};
   if (host_processes_.insert(pid).second) {
     const std::string name =
         source_.host_process_name.empty() ? fmt::format("process {}", pid) : source_.host_process_name;
@@ -158,6 +215,8 @@ void ChromeTraceWriter::ensure_host_track(std::uint32_t thread) {
 
 void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t stream) {
   const std::uint32_t pid = gpu_pid(device);
+  if (last_gpu_track_ == std::pair{pid, stream}) return;  // the common case: the same stream again
+  last_gpu_track_ = {pid, stream};
   if (gpu_processes_.insert(pid).second) {
     std::string name = source_.gpu_process_prefix + fmt::format("GPU {}", device);
     for (const DeviceProperties& d : header_.devices)
@@ -176,99 +235,186 @@ void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t str
 }
 
 void ChromeTraceWriter::append_ts(std::uint64_t ns) {
-  buffer_.append(std::string_view(", \"ts\": "));
+  put(buffer_, ", \"ts\": ");
   append_relative_us(buffer_, ns, header_.base_time_ns);
 }
 
 void ChromeTraceWriter::append_dur(std::uint64_t start_ns, std::uint64_t end_ns) {
-  const std::uint64_t dur = end_ns > start_ns ? end_ns - start_ns : 0;
-  fmt::format_to(std::back_inserter(buffer_), ", \"dur\": {}.{:03}", dur / 1000, dur % 1000);
+  put(buffer_, ", \"dur\": ");
+  put_us(buffer_, end_ns > start_ns ? end_ns - start_ns : 0);
 }
 
 void ChromeTraceWriter::write_case_args(const SweepTag& tag) {
   if (tag.case_index < 0) return;
-  auto out = std::back_inserter(buffer_);
   if (static_cast<std::size_t>(tag.case_index) < cases_.size()) {
     const CaseName& c = cases_[static_cast<std::size_t>(tag.case_index)];
-    buffer_.append(std::string_view(", \"backend\": "));
+    put(buffer_, ", \"backend\": ");
     append_json_string(buffer_, c.backend);
-    buffer_.append(std::string_view(", \"case\": "));
+    put(buffer_, ", \"case\": ");
     append_json_string(buffer_, c.label);
   }
-  fmt::format_to(out, ", \"case index\": {}, \"phase\": \"{}\"", tag.case_index, to_string(tag.phase));
-  if (tag.iteration >= 0) fmt::format_to(out, ", \"iteration\": {}", tag.iteration);
+  put(buffer_, ", \"case index\": ");
+  put_int(buffer_, tag.case_index);
+  put(buffer_, ", \"phase\": \"");
+  put(buffer_, to_string(tag.phase));
+  put(buffer_, "\"");
+  if (tag.iteration >= 0) {
+    put(buffer_, ", \"iteration\": ");
+    put_int(buffer_, tag.iteration);
+  }
+}
+
+void ChromeTraceWriter::write_flow_start(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t thread) {
+  begin_event();
+  put(buffer_, "{\"ph\": \"s\", \"id\": ");
+  put_int(buffer_, id);
+  put(buffer_, ", \"pid\": ");
+  put_int(buffer_, source_.host_process);
+  put(buffer_, ", \"tid\": ");
+  put_int(buffer_, thread);
+  append_ts(ts_ns);
+  put(buffer_, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
 }
 
 void ChromeTraceWriter::write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device,
                                        std::uint32_t stream) {
   begin_event();
-  fmt::format_to(std::back_inserter(buffer_),
-                 "{{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}", id, gpu_pid(device), stream);
+  put(buffer_, "{\"ph\": \"f\", \"id\": ");
+  put_int(buffer_, id);
+  put(buffer_, ", \"pid\": ");
+  put_int(buffer_, gpu_pid(device));
+  put(buffer_, ", \"tid\": ");
+  put_int(buffer_, stream);
   append_ts(ts_ns);
-  buffer_.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}"));
+  put(buffer_, ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}");
+}
+
+void ChromeTraceWriter::write_track(std::uint32_t pid, std::uint32_t tid) {
+  put(buffer_, ", \"pid\": ");
+  put_int(buffer_, pid);
+  put(buffer_, ", \"tid\": ");
+  put_int(buffer_, tid);
+}
+
+void ChromeTraceWriter::write_gpu_ids(std::uint32_t device, std::uint32_t context, std::uint32_t stream,
+                                      std::uint32_t correlation) {
+  put(buffer_, ", \"args\": {\"device\": ");
+  put_int(buffer_, device);
+  put(buffer_, ", \"context\": ");
+  put_int(buffer_, context);
+  put(buffer_, ", \"stream\": ");
+  put_int(buffer_, stream);
+  put(buffer_, ", \"correlation\": ");
+  put_int(buffer_, correlation);
+}
+
+void ChromeTraceWriter::write_launch_api(const std::string& api) {
+  if (api.empty()) return;
+  put(buffer_, ", \"launch api\": ");
+  append_json_string(buffer_, api);
 }
 
 void ChromeTraceWriter::write(const KernelActivity& k) {
   ensure_gpu_track(k.device, k.stream);
   begin_event();
-  auto out = std::back_inserter(buffer_);
-  buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "));
+  put(buffer_, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": ");
   append_json_string(buffer_, k.name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", gpu_pid(k.device), k.stream);
+  write_track(gpu_pid(k.device), k.stream);
   append_ts(k.start_ns);
   append_dur(k.start_ns, k.end_ns);
 
-  int sm_count = 0, max_threads_per_sm = 0;
-  for (const DeviceProperties& d : header_.devices)
-    if (static_cast<std::uint32_t>(d.id) == k.device) {
-      sm_count = d.sm_count;
-      max_threads_per_sm = d.max_threads_per_sm;
-    }
+  if (!kernel_device_ || kernel_device_->id != k.device) {
+    KernelDevice d{k.device, 0, 0};
+    for (const DeviceProperties& p : header_.devices)
+      if (static_cast<std::uint32_t>(p.id) == k.device) {
+        d.sm_count = p.sm_count;
+        d.max_threads_per_sm = p.max_threads_per_sm;
+      }
+    kernel_device_ = d;
+  }
+  const int sm_count = kernel_device_->sm_count, max_threads_per_sm = kernel_device_->max_threads_per_sm;
   const double grid_blocks = static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2];
   const int block_threads = k.block[0] * k.block[1] * k.block[2];
   const double blocks_per_sm = sm_count > 0 ? grid_blocks / sm_count : 0;
   const double warps_per_sm = blocks_per_sm * ((block_threads + 31) / 32);
-  fmt::format_to(out,
-                 ", \"args\": {{\"device\": {}, \"context\": {}, \"stream\": {}, \"correlation\": {}, "
-                 "\"registers per thread\": {}, \"shared memory\": {}, \"static shared memory\": {}, "
-                 "\"dynamic shared memory\": {}, \"local memory per thread\": {}, "
-                 "\"blocks per SM\": {:.6g}, \"warps per SM\": {:.6g}, "
-                 "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
-                 k.device, k.context, k.stream, k.correlation, k.registers_per_thread,
-                 k.static_shared_bytes + k.dynamic_shared_bytes, k.static_shared_bytes, k.dynamic_shared_bytes,
-                 k.local_bytes_per_thread, blocks_per_sm, warps_per_sm, k.grid[0], k.grid[1], k.grid[2],
-                 k.block[0], k.block[1], k.block[2]);
-  if (k.cluster[0] > 0) fmt::format_to(out, ", \"cluster\": [{}, {}, {}]", k.cluster[0], k.cluster[1], k.cluster[2]);
-  if (k.shared_memory_executed > 0) fmt::format_to(out, ", \"shared memory config\": {}", k.shared_memory_executed);
+  write_gpu_ids(k.device, k.context, k.stream, k.correlation);
+  put(buffer_, ", \"registers per thread\": ");
+  put_int(buffer_, k.registers_per_thread);
+  put(buffer_, ", \"shared memory\": ");
+  put_int(buffer_, k.static_shared_bytes + k.dynamic_shared_bytes);
+  put(buffer_, ", \"static shared memory\": ");
+  put_int(buffer_, k.static_shared_bytes);
+  put(buffer_, ", \"dynamic shared memory\": ");
+  put_int(buffer_, k.dynamic_shared_bytes);
+  put(buffer_, ", \"local memory per thread\": ");
+  put_int(buffer_, k.local_bytes_per_thread);
+  put(buffer_, ", \"blocks per SM\": ");
+  put_general(buffer_, blocks_per_sm, 6);
+  put(buffer_, ", \"warps per SM\": ");
+  put_general(buffer_, warps_per_sm, 6);
+  auto put_dims = [&](const std::array<int, 3>& d) {
+    put(buffer_, "[");
+    put_int(buffer_, d[0]);
+    put(buffer_, ", ");
+    put_int(buffer_, d[1]);
+    put(buffer_, ", ");
+    put_int(buffer_, d[2]);
+    put(buffer_, "]");
+  };
+  put(buffer_, ", \"grid\": ");
+  put_dims(k.grid);
+  put(buffer_, ", \"block\": ");
+  put_dims(k.block);
+  if (k.cluster[0] > 0) {
+    put(buffer_, ", \"cluster\": ");
+    put_dims(k.cluster);
+  }
+  if (k.shared_memory_executed > 0) {
+    put(buffer_, ", \"shared memory config\": ");
+    put_int(buffer_, k.shared_memory_executed);
+  }
   if (k.occupancy.valid) {
     // Kineto's estimate: theoretical blocks/SM capped by the blocks the grid really has.
     const double resident_blocks = std::min<double>(k.occupancy.active_blocks_per_sm, blocks_per_sm);
     const double kineto_estimate =
         max_threads_per_sm > 0 ? std::round(100.0 * resident_blocks * block_threads / max_threads_per_sm) : 0;
-    fmt::format_to(out,
-                   ", \"est. achieved occupancy %\": {:.0f}, \"theoretical occupancy %\": {:.2f}, "
-                   "\"occupancy limiter\": ",
-                   kineto_estimate, k.occupancy.theoretical_percent);
+    put(buffer_, ", \"est. achieved occupancy %\": ");
+    put_fixed(buffer_, kineto_estimate, 0);
+    put(buffer_, ", \"theoretical occupancy %\": ");
+    put_fixed(buffer_, k.occupancy.theoretical_percent, 2);
+    put(buffer_, ", \"occupancy limiter\": ");
     append_json_string(buffer_, k.occupancy.limiter);
-    fmt::format_to(out,
-                   ", \"occupancy\": {{\"activeBlocksPerMultiprocessor\": {}, \"blockLimitRegs\": {}, "
-                   "\"blockLimitSharedMem\": {}, \"blockLimitWarps\": {}, \"blockLimitBlocks\": {}}}",
-                   k.occupancy.active_blocks_per_sm, k.occupancy.block_limit_registers,
-                   k.occupancy.block_limit_shared_memory, k.occupancy.block_limit_warps,
-                   k.occupancy.block_limit_blocks);
+    put(buffer_, ", \"occupancy\": {\"activeBlocksPerMultiprocessor\": ");
+    put_int(buffer_, k.occupancy.active_blocks_per_sm);
+    put(buffer_, ", \"blockLimitRegs\": ");
+    put_int(buffer_, k.occupancy.block_limit_registers);
+    put(buffer_, ", \"blockLimitSharedMem\": ");
+    put_int(buffer_, k.occupancy.block_limit_shared_memory);
+    put(buffer_, ", \"blockLimitWarps\": ");
+    put_int(buffer_, k.occupancy.block_limit_warps);
+    put(buffer_, ", \"blockLimitBlocks\": ");
+    put_int(buffer_, k.occupancy.block_limit_blocks);
+    put(buffer_, "}");
   }
-  if (k.achieved_occupancy_percent)
-    fmt::format_to(out, ", \"achieved occupancy %\": {:.2f}", *k.achieved_occupancy_percent);
-  if (k.dram_throughput_percent) fmt::format_to(out, ", \"dram throughput %\": {:.2f}", *k.dram_throughput_percent);
-  if (k.dram_bytes_per_second)
-    fmt::format_to(out, ", \"dram bandwidth (GB/s)\": {:.3f}", *k.dram_bytes_per_second / 1e9);
-  if (k.tensor_pipe_percent) fmt::format_to(out, ", \"tensor pipe active %\": {:.2f}", *k.tensor_pipe_percent);
-  if (!k.launch_api.empty()) {
-    buffer_.append(std::string_view(", \"launch api\": "));
-    append_json_string(buffer_, k.launch_api);
+  if (k.achieved_occupancy_percent) {
+    put(buffer_, ", \"achieved occupancy %\": ");
+    put_fixed(buffer_, *k.achieved_occupancy_percent, 2);
   }
+  if (k.dram_throughput_percent) {
+    put(buffer_, ", \"dram throughput %\": ");
+    put_fixed(buffer_, *k.dram_throughput_percent, 2);
+  }
+  if (k.dram_bytes_per_second) {
+    put(buffer_, ", \"dram bandwidth (GB/s)\": ");
+    put_fixed(buffer_, *k.dram_bytes_per_second / 1e9, 3);
+  }
+  if (k.tensor_pipe_percent) {
+    put(buffer_, ", \"tensor pipe active %\": ");
+    put_fixed(buffer_, *k.tensor_pipe_percent, 2);
+  }
+  write_launch_api(k.launch_api);
   write_case_args(k.tag);
-  buffer_.append(std::string_view("}}"));
+  put(buffer_, "}}");
   if (source_.automatic_flows && !k.launch_api.empty()) write_flow_end(k.correlation, k.start_ns, k.device, k.stream);
   flush_if_large();
 }
@@ -276,25 +422,29 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
 void ChromeTraceWriter::write(const MemcpyActivity& m) {
   ensure_gpu_track(m.device, m.stream);
   begin_event();
-  auto out = std::back_inserter(buffer_);
-  const std::string name = fmt::format("Memcpy {} ({} -> {})", to_string(m.kind), m.src_memory, m.dst_memory);
-  buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": "));
-  append_json_string(buffer_, name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", gpu_pid(m.device), m.stream);
+  // The name, "Memcpy DtoD (Device -> Device)", escaped piece by piece: no string is built.
+  put(buffer_, "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy ");
+  put(buffer_, to_string(m.kind));
+  put(buffer_, " (");
+  append_json_text(buffer_, m.src_memory);
+  put(buffer_, " -> ");
+  append_json_text(buffer_, m.dst_memory);
+  put(buffer_, ")\"");
+  write_track(gpu_pid(m.device), m.stream);
   append_ts(m.start_ns);
   append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
-  fmt::format_to(out,
-                 ", \"args\": {{\"device\": {}, \"context\": {}, \"stream\": {}, \"correlation\": {}, "
-                 "\"bytes\": {}, \"memory bandwidth (GB/s)\": {:.3f}, \"copy kind\": \"{}\"",
-                 m.device, m.context, m.stream, m.correlation, m.bytes, ns > 0 ? m.bytes / ns : 0.0,
-                 to_string(m.kind));
-  if (!m.launch_api.empty()) {
-    buffer_.append(std::string_view(", \"launch api\": "));
-    append_json_string(buffer_, m.launch_api);
-  }
+  write_gpu_ids(m.device, m.context, m.stream, m.correlation);
+  put(buffer_, ", \"bytes\": ");
+  put_int(buffer_, m.bytes);
+  put(buffer_, ", \"memory bandwidth (GB/s)\": ");
+  put_fixed(buffer_, ns > 0 ? m.bytes / ns : 0.0, 3);
+  put(buffer_, ", \"copy kind\": \"");
+  put(buffer_, to_string(m.kind));
+  put(buffer_, "\"");
+  write_launch_api(m.launch_api);
   write_case_args(m.tag);
-  buffer_.append(std::string_view("}}"));
+  put(buffer_, "}}");
   if (source_.automatic_flows && !m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
   flush_if_large();
 }
@@ -302,23 +452,23 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
 void ChromeTraceWriter::write(const MemsetActivity& m) {
   ensure_gpu_track(m.device, m.stream);
   begin_event();
-  auto out = std::back_inserter(buffer_);
-  buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": "));
-  append_json_string(buffer_, fmt::format("Memset ({})", m.memory));
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", gpu_pid(m.device), m.stream);
+  put(buffer_, "{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset (");
+  append_json_text(buffer_, m.memory);
+  put(buffer_, ")\"");
+  write_track(gpu_pid(m.device), m.stream);
   append_ts(m.start_ns);
   append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
-  fmt::format_to(out,
-                 ", \"args\": {{\"device\": {}, \"context\": {}, \"stream\": {}, \"correlation\": {}, "
-                 "\"bytes\": {}, \"value\": {}, \"memory bandwidth (GB/s)\": {:.3f}",
-                 m.device, m.context, m.stream, m.correlation, m.bytes, m.value, ns > 0 ? m.bytes / ns : 0.0);
-  if (!m.launch_api.empty()) {
-    buffer_.append(std::string_view(", \"launch api\": "));
-    append_json_string(buffer_, m.launch_api);
-  }
+  write_gpu_ids(m.device, m.context, m.stream, m.correlation);
+  put(buffer_, ", \"bytes\": ");
+  put_int(buffer_, m.bytes);
+  put(buffer_, ", \"value\": ");
+  put_int(buffer_, m.value);
+  put(buffer_, ", \"memory bandwidth (GB/s)\": ");
+  put_fixed(buffer_, ns > 0 ? m.bytes / ns : 0.0, 3);
+  write_launch_api(m.launch_api);
   write_case_args(m.tag);
-  buffer_.append(std::string_view("}}"));
+  put(buffer_, "}}");
   if (source_.automatic_flows && !m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
   flush_if_large();
 }
@@ -326,24 +476,23 @@ void ChromeTraceWriter::write(const MemsetActivity& m) {
 void ChromeTraceWriter::write(const ApiCall& call) {
   ensure_host_track(call.thread);
   begin_event();
-  auto out = std::back_inserter(buffer_);
-  fmt::format_to(out, "{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": ",
-                 call.domain == ApiDomain::runtime ? "cuda_runtime" : "cuda_driver");
+  put(buffer_, call.domain == ApiDomain::runtime ? std::string_view("{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ")
+                                                 : std::string_view("{\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": "));
   append_json_string(buffer_, call.name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", source_.host_process, call.thread);
+  write_track(source_.host_process, call.thread);
   append_ts(call.start_ns);
   append_dur(call.start_ns, call.end_ns);
-  fmt::format_to(out, ", \"args\": {{\"cbid\": {}, \"correlation\": {}", call.cbid, call.correlation);
-  if (call.return_value != 0) fmt::format_to(out, ", \"return value\": {}", call.return_value);
-  write_case_args(call.tag);
-  buffer_.append(std::string_view("}}"));
-  if (source_.automatic_flows && call.launches_work) {
-    begin_event();
-    fmt::format_to(out, "{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}", call.correlation,
-                   source_.host_process, call.thread);
-    append_ts(call.start_ns);
-    buffer_.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"));
+  put(buffer_, ", \"args\": {\"cbid\": ");
+  put_int(buffer_, call.cbid);
+  put(buffer_, ", \"correlation\": ");
+  put_int(buffer_, call.correlation);
+  if (call.return_value != 0) {
+    put(buffer_, ", \"return value\": ");
+    put_int(buffer_, call.return_value);
   }
+  write_case_args(call.tag);
+  put(buffer_, "}}");
+  if (source_.automatic_flows && call.launches_work) write_flow_start(call.correlation, call.start_ns, call.thread);
   flush_if_large();
 }
 
@@ -356,28 +505,27 @@ void ChromeTraceWriter::write(const Annotation& a) {
     ensure_host_track(a.thread);
   }
   begin_event();
-  auto out = std::back_inserter(buffer_);
-  fmt::format_to(out, "{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": ", a.on_gpu ? "gpu_user_annotation" : "user_annotation");
+  put(buffer_, a.on_gpu ? std::string_view("{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ")
+                        : std::string_view("{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": "));
   append_json_string(buffer_, a.name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", pid, a.thread);
+  write_track(pid, a.thread);
   append_ts(a.start_ns);
   append_dur(a.start_ns, a.end_ns);
-  buffer_.append(std::string_view(", \"args\": {\"nvtx\": true"));
+  put(buffer_, ", \"args\": {\"nvtx\": true");
   write_case_args(a.tag);
-  buffer_.append(std::string_view("}}"));
+  put(buffer_, "}}");
   flush_if_large();
 }
 
 void ChromeTraceWriter::write(const OverheadActivity& o) {
   ensure_host_track(o.thread);
   begin_event();
-  auto out = std::back_inserter(buffer_);
-  buffer_.append(std::string_view("{\"ph\": \"X\", \"cat\": \"overhead\", \"name\": "));
+  put(buffer_, "{\"ph\": \"X\", \"cat\": \"overhead\", \"name\": ");
   append_json_string(buffer_, o.kind);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {}", source_.host_process, o.thread);
+  write_track(source_.host_process, o.thread);
   append_ts(o.start_ns);
   append_dur(o.start_ns, o.end_ns);
-  buffer_.append(std::string_view(", \"args\": {\"source\": \"CUPTI\"}}"));
+  put(buffer_, ", \"args\": {\"source\": \"CUPTI\"}}");
   flush_if_large();
 }
 
@@ -396,11 +544,7 @@ void ChromeTraceWriter::write(const FlowEvent& flow) {
     write_flow_end(flow.id, flow.ts_ns, flow.device, flow.thread);
   } else {
     ensure_host_track(flow.thread);
-    begin_event();
-    fmt::format_to(std::back_inserter(buffer_), "{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}", flow.id,
-                   source_.host_process, flow.thread);
-    append_ts(flow.ts_ns);
-    buffer_.append(std::string_view(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}"));
+    write_flow_start(flow.id, flow.ts_ns, flow.thread);
   }
   flush_if_large();
 }

@@ -105,7 +105,11 @@ class ChromeTraceWriter {
   void write_metadata_event(std::string_view what, std::uint32_t pid, std::optional<std::uint32_t> tid,
                             std::string_view key, std::string_view value_json);
   void write_case_args(const SweepTag& tag);
+  void write_flow_start(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t thread);
   void write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device, std::uint32_t stream);
+  void write_track(std::uint32_t pid, std::uint32_t tid);  // ", "pid": .., "tid": .."
+  void write_gpu_ids(std::uint32_t device, std::uint32_t context, std::uint32_t stream, std::uint32_t correlation);
+  void write_launch_api(const std::string& api);
   void append_ts(std::uint64_t ns);
   void append_dur(std::uint64_t start_ns, std::uint64_t end_ns);
 
@@ -120,6 +124,14 @@ class ChromeTraceWriter {
   std::set<std::pair<std::uint32_t, std::uint32_t>> host_threads_;  // (pid, thread)
   std::set<std::pair<std::uint32_t, std::uint32_t>> gpu_tracks_;    // (pid, stream)
   std::set<std::uint32_t> gpu_processes_;                          // named GPU pids
+  // The last track written to (pid, thread or stream): already named, no set look-up needed.
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> last_host_track_, last_gpu_track_;
+  struct KernelDevice {
+    std::uint32_t id = 0;
+    int sm_count = 0;
+    int max_threads_per_sm = 0;
+  };
+  std::optional<KernelDevice> kernel_device_;  // the last kernel's device, for its per-SM args
   std::uint64_t events_ = 0;
   std::uint64_t flushed_bytes_ = 0;
   bool finished_ = false;
@@ -127,6 +139,8 @@ class ChromeTraceWriter {
 
 // JSON string escaping for names that carry C++ templates, quotes and control characters.
 void append_json_string(fmt::memory_buffer& out, std::string_view text);
+// The same without the quotes, for a string written in pieces.
+void append_json_text(fmt::memory_buffer& out, std::string_view text);
 
 // Microseconds with a three-digit nanosecond fraction, relative to base: "12.345".
 void append_relative_us(fmt::memory_buffer& out, std::uint64_t ns, std::uint64_t base_ns);

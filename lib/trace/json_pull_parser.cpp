@@ -1,18 +1,16 @@
 #include "trace/json_pull_parser.hpp"
 
 #include <cctype>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <fmt/format.h>
+
+#include "trace/json_text.hpp"
 
 namespace attnprof::trace {
 namespace {
@@ -20,29 +18,6 @@ namespace {
 bool is_digit(int c) { return c >= '0' && c <= '9'; }
 
 bool is_ascii_alnum(int c) { return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
-
-// The first '"', '\\' or control character in [p, end), or end: where a plain run of string
-// text stops. Sixteen bytes at a time where SSE2 is there (every x86-64).
-const char* find_string_special(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i below_space = _mm_set1_epi8(0x1f);
-  for (; end - p >= 16; p += 16) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i special = _mm_or_si128(
-        _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
-        _mm_cmpeq_epi8(_mm_max_epu8(bytes, below_space), below_space));  // unsigned byte <= 0x1f
-    const int mask = _mm_movemask_epi8(special);
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-  }
-#endif
-  for (; p < end; ++p) {
-    const unsigned char ch = static_cast<unsigned char>(*p);
-    if (ch == '"' || ch == '\\' || ch < 0x20) return p;
-  }
-  return end;
-}
 
 int hex_value(int c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -74,7 +49,6 @@ std::string printable(int c) {
   if (c >= 0x20 && c < 0x7f) return fmt::format("'{}'", static_cast<char>(c));
   return fmt::format("byte 0x{:02x}", c);
 }
-
 
 }  // namespace
 
@@ -301,7 +275,7 @@ void JsonPullParser::read_string(bool keep) {
   ++pos_;  // opening quote
   text_.clear();
   for (;;) {
-    const std::size_t run = static_cast<std::size_t>(find_string_special(data_ + pos_, data_ + end_) - data_);
+    const std::size_t run = static_cast<std::size_t>(find_json_special(data_ + pos_, data_ + end_) - data_);
     if (keep) text_.append(data_ + pos_, run - pos_);
     pos_ = run;
     if (pos_ == end_) {
