@@ -206,6 +206,10 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
         ++merged.events;
       });
       merged.attnprof = doc.attnprof;
+      if (doc.attnprof.is_object() && (doc.attnprof.value("command", std::string()) == "merge" || doc.attnprof.contains("workers")))
+        result.notes.push_back(fmt::format("{} is itself a merge of several processes: its host processes became one "
+                                           "here; merge the per-process traces instead",
+                                           in.head.path.string()));
       // Cases without GPU events still hold their index: the stored summary lists them all.
       int stored_cases = 0;
       if (doc.attnprof.is_object() && doc.attnprof.contains("summary") && doc.attnprof["summary"].is_object() &&
