@@ -15,9 +15,9 @@ With one GPU, --backend gloo runs the ranks side by side on it (NCCL refuses two
 device): the per-rank outputs and the merge are the same, the all_reduce goes through the host
 (memcpy DtoH/HtoD in the trace) instead of NCCL kernels.
 
-NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0 and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are
-set before torch loads NCCL, unless the environment already sets them (the lent machines need
-multicast off; see docs/multi_gpu.md).
+NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
+NVSHMEM_DISABLE_NVLS=1 are set before torch loads NCCL, unless the environment already sets them
+(the lent machines need multicast off; see docs/multi_gpu.md).
 """
 import argparse
 import os
@@ -25,6 +25,7 @@ import os
 # Before torch (and NCCL) are imported: NCCL reads its environment when it initializes.
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402

@@ -23,8 +23,8 @@ rm -rf "$WORK"
 mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1
 # NVLink multicast must stay off on the lent machines (NCCL's NVLS algorithms, PyTorch's
-# symmetric memory); the example script sets the same defaults itself.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# symmetric memory, NVSHMEM); the example script sets the same defaults itself.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 exec > >(tee "$OUT/multi_gpu.log") 2>&1
 A="$B/app/attnprof"
 step() { echo; echo "=== $* ($(date +%T))"; }
@@ -34,7 +34,7 @@ nvidia-smi -L
 nvidia-smi topo -m 2>/dev/null | head -12
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
 GPUS=$(nvidia-smi -L | grep -c '^GPU ')
-echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST=$TORCH_SYMM_MEM_DISABLE_MULTICAST GPUS=$GPUS"
+echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST=$TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS=$NVSHMEM_DISABLE_NVLS GPUS=$GPUS"
 ldd "$A" "$B/lib/inject/libattnprof_inject.so" | grep "not found" && echo "MISSING LIBRARIES: fix before reading further"
 
 step "1. gpu_multi_device_test"
