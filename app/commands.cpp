@@ -16,6 +16,7 @@
 #include "check/check.hpp"
 #include "config/config.hpp"
 #include "core/errors.hpp"
+#include "core/utc_time.hpp"
 #include "gpu/device_info.hpp"
 #include "inject/launcher.hpp"
 #include "runner/device_workers.hpp"
@@ -31,14 +32,6 @@ namespace {
 
 constexpr const char* kEmbeddedSource = "<embedded configs/default.json>";
 
-std::string utc_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &tm);
-  return text;
-}
 
 Config load_run_config(const RunCommand& o) {
   const std::vector<std::string> known = accepted_backend_names();
@@ -119,7 +112,7 @@ int run_command(const RunCommand& o, const std::atomic<bool>* interrupted) {
   options.backends = backends;
   const std::string stem =
       o.config_path.empty() ? "default" : std::filesystem::path(o.config_path).stem().string();
-  options.out_dir = o.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("{}-{}", stem, utc_stamp())
+  options.out_dir = o.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("{}-{}", stem, utc_now_compact())
                                       : std::filesystem::path(o.out_dir);
   options.device = o.device.value_or(0);
   options.collector.buffer_bytes = o.buffer_bytes;
@@ -287,7 +280,7 @@ int profile_command(const ProfileCommand& o) {
   const OutputFormat format = format_of(o.format);
   ProfileLaunch launch;
   launch.command = o.command;
-  launch.out_dir = o.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("profile-{}", utc_stamp())
+  launch.out_dir = o.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("profile-{}", utc_now_compact())
                                      : std::filesystem::path(o.out_dir);
   if (launch.command.empty())
     throw UsageError("profile: no command to run; usage: attnprof profile [--out DIR] -- <command> [args...]");

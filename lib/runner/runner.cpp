@@ -18,6 +18,7 @@
 #include "collector/nvtx_range.hpp"
 #include "collector/range_profiler.hpp"
 #include "core/errors.hpp"
+#include "core/utc_time.hpp"
 #include "core/version.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
@@ -60,14 +61,6 @@ std::uint64_t case_seed(std::uint64_t seed, const std::string& label) {
   return seed ^ hash;
 }
 
-std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 bool interrupted(const RunOptions& o) { return o.interrupted != nullptr && o.interrupted->load(); }
 
@@ -240,9 +233,9 @@ struct SweepState {
   const DeviceProperties& device;
   ActivityCollector& collector;
   trace::ChromeTraceWriter& writer;
-  CudaStream stream;
-  std::map<std::string, std::unique_ptr<AttentionBackend>> backends;  // one per variant: plan caches live on
-  std::optional<std::string> lost_context;  // set once a sticky CUDA error makes the rest unrunnable
+  CudaStream stream{};
+  std::map<std::string, std::unique_ptr<AttentionBackend>> backends{};  // one per variant: plan caches live on
+  std::optional<std::string> lost_context{};  // set once a sticky CUDA error makes the rest unrunnable
   std::uint64_t dropped_so_far = 0;
   std::unique_ptr<KernelMetricsProfiler> metrics{};  // --metrics; reset once counters prove unavailable
   nlohmann::json metrics_info{};                     // what --metrics measured, for the trace's metadata

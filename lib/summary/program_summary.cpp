@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/utc_time.hpp"
 #include "core/version.hpp"
 #include "summary/findings.hpp"
 #include "trace/chrome_trace_writer.hpp"
@@ -16,14 +17,6 @@
 namespace attnprof {
 namespace {
 
-std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 }  // namespace
 
