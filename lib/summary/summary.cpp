@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_numbers.hpp"
 #include "summary/case_accumulator.hpp"
 #include "summary/kernel_category.hpp"
 
@@ -64,17 +65,28 @@ nlohmann::json problem_json(const AttentionProblem& p) {
 
 AttentionProblem problem_from_json(const nlohmann::json& j) {
   AttentionProblem p;
-  p.shape.batch = j.at("batch").get<int>();
-  p.shape.heads = j.at("heads").get<int>();
-  p.shape.seq_q = j.at("seq_q").get<int>();
-  p.shape.seq_kv = j.at("seq_kv").get<int>();
-  p.shape.head_dim = j.at("head_dim").get<int>();
+  p.shape.batch = json_integer<int>(j.at("batch"), "batch");
+  p.shape.heads = json_integer<int>(j.at("heads"), "heads");
+  p.shape.seq_q = json_integer<int>(j.at("seq_q"), "seq_q");
+  p.shape.seq_kv = json_integer<int>(j.at("seq_kv"), "seq_kv");
+  p.shape.head_dim = json_integer<int>(j.at("head_dim"), "head_dim");
   const auto dtype = parse_dtype(j.at("dtype").get<std::string>());
   if (!dtype) throw std::runtime_error("unknown dtype " + j.at("dtype").dump());
   p.dtype = *dtype;
   p.causal = j.at("causal").get<bool>();
   p.has_bias = j.value("bias", false);
   return p;
+}
+
+// [x, y, z] of a kernel summary; all zero when absent.
+std::array<int, 3> dims_or_zero(const nlohmann::json& j, const char* key) {
+  std::array<int, 3> dims{};
+  const auto it = j.find(key);
+  if (it == j.end()) return dims;
+  if (!it->is_array() || it->size() != 3)
+    throw std::runtime_error(fmt::format("\"{}\": expected [x, y, z], found {}", key, it->dump()));
+  for (std::size_t i = 0; i < 3; ++i) dims[i] = json_integer<int>((*it)[i], key);
+  return dims;
 }
 
 template <typename T>
@@ -116,13 +128,13 @@ KernelSummary kernel_from_json(const nlohmann::json& j) {
   k.name = j.at("name").get<std::string>();
   k.per_iter = j.at("per_iter").get<double>();
   k.gpu_us_per_iter = j.value("gpu_us_per_iter", 0.0);
-  k.registers_per_thread = j.at("registers_per_thread").get<int>();
-  k.grid = j.value("grid", std::array<int, 3>{});
-  k.block = j.value("block", std::array<int, 3>{});
-  k.shared_bytes = j.value("shared_bytes", 0);
-  k.local_bytes_per_thread = j.value("local_bytes_per_thread", 0);
+  k.registers_per_thread = json_integer<int>(j.at("registers_per_thread"), "registers_per_thread");
+  k.grid = dims_or_zero(j, "grid");
+  k.block = dims_or_zero(j, "block");
+  k.shared_bytes = json_integer_or(j, "shared_bytes", 0);
+  k.local_bytes_per_thread = json_integer_or(j, "local_bytes_per_thread", 0);
   k.occupancy_valid = j.value("occupancy_valid", false);
-  k.active_blocks_per_sm = j.value("active_blocks_per_sm", 0);
+  k.active_blocks_per_sm = json_integer_or(j, "active_blocks_per_sm", 0);
   k.theoretical_occupancy_percent = j.value("theoretical_occupancy_percent", 0.0);
   k.occupancy_limiter = j.value("occupancy_limiter", "");
   k.occupancy_explanation = j.value("occupancy_explanation", "");
@@ -185,7 +197,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
 void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.label = j.at("label").get<std::string>();
   c.backend = j.at("backend").get<std::string>();
-  c.device = j.value("device", 0);  // summaries from before `run --devices`: one device, 0
+  c.device = json_integer_or(j, "device", 0);  // summaries from before `run --devices`: one device, 0
   c.problem = problem_from_json(j.at("problem"));
   const auto status = parse_case_status(j.at("status").get<std::string>());
   if (!status) throw std::runtime_error("unknown case status " + j.at("status").dump());
@@ -197,7 +209,7 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.relative_error = v.value("relative_error", 0.0);
   c.error_bound = v.value("bound", 0.0);
   const nlohmann::json& t = j.at("timing");
-  c.iterations = t.value("iterations", 0);
+  c.iterations = json_integer_or(t, "iterations", 0);
   c.median_us = t.value("median_us", 0.0);
   c.p90_us = t.value("p90_us", 0.0);
   c.min_us = t.value("min_us", 0.0);
@@ -265,19 +277,19 @@ void from_json(const nlohmann::json& j, RunSummary& r) {
   r.config_source = config.value("source", "");
   r.created_at = j.value("created_at", "");
   const nlohmann::json device = j.value("device", nlohmann::json::object());
-  r.device.id = device.value("id", 0);
+  r.device.id = json_integer_or(device, "id", 0);
   r.device.name = device.value("name", "");
-  r.device.sm_count = device.value("sm_count", 0);
+  r.device.sm_count = json_integer_or(device, "sm_count", 0);
   const nlohmann::json versions = j.value("versions", nlohmann::json::object());
   r.driver_version = versions.value("driver", "");
   r.cuda_runtime_version = versions.value("cuda_runtime", "");
   r.cupti_version = versions.value("cupti", "");
   r.cudnn_version = versions.value("cudnn", "");
   const nlohmann::json capture = j.value("capture", nlohmann::json::object());
-  r.capture.records = capture.value("records", std::uint64_t{0});
-  r.capture.dropped_records = capture.value("dropped_records", std::uint64_t{0});
-  r.capture.buffers_declined = capture.value("buffers_declined", std::uint64_t{0});
-  r.capture.invalid_timestamps = capture.value("invalid_timestamps", std::uint64_t{0});
+  r.capture.records = json_integer_or(capture, "records", std::uint64_t{0});
+  r.capture.dropped_records = json_integer_or(capture, "dropped_records", std::uint64_t{0});
+  r.capture.buffers_declined = json_integer_or(capture, "buffers_declined", std::uint64_t{0});
+  r.capture.invalid_timestamps = json_integer_or(capture, "invalid_timestamps", std::uint64_t{0});
   r.interrupted = j.value("interrupted", false);
   r.cases = j.at("cases").get<std::vector<CaseSummary>>();
 }

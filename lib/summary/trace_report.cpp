@@ -257,7 +257,8 @@ class ReportBuilder {
   }
 
   void build_from_tags(const trace::TraceDocument& doc, const TraceReportOptions& options, TraceReport& report) {
-    const std::string command = doc.attnprof.is_object() ? doc.attnprof.value("command", std::string()) : "";
+    std::string command;
+    if (const auto it = doc.attnprof.find("command"); it != doc.attnprof.end() && it->is_string()) command = *it;
     report.origin = command.empty() ? "attnprof" : "attnprof " + command;
     std::optional<RunSummary> stored;
     if (doc.attnprof.is_object() && doc.attnprof.contains("summary")) {
@@ -394,9 +395,14 @@ class ReportBuilder {
 }  // namespace
 
 TraceReport report_from_trace(const std::filesystem::path& trace, const TraceReportOptions& options) {
+  trace::JsonPullParser parser(trace);
+  return report_from_trace(parser, options);
+}
+
+TraceReport report_from_trace(trace::JsonPullParser& parser, const TraceReportOptions& options) {
   ReportBuilder builder;
   const trace::TraceDocument doc = trace::read_chrome_trace(
-      trace, [&](const trace::TraceEvent& e, const trace::TraceDocument& so_far) { builder.on_event(e, so_far); });
+      parser, [&](const trace::TraceEvent& e, const trace::TraceDocument& so_far) { builder.on_event(e, so_far); });
   return builder.finish(doc, options);
 }
 

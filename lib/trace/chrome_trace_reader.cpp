@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "collector/occupancy.hpp"
+#include "core/json_numbers.hpp"
 
 namespace attnprof::trace {
 namespace {
@@ -124,14 +126,30 @@ const std::string& read_string(JsonPullParser& p, const char* what) {
   return p.text();
 }
 
-// [x, y, z] (Kineto's grid/block); fewer elements are padded with 1.
-std::array<int, 3> read_dims(JsonPullParser& p, const char* what) {
+// An integer that feeds occupancy and size arithmetic: within [low, high], far beyond what CUDA
+// reports, so that the arithmetic on it cannot overflow.
+std::int64_t read_int_in(JsonPullParser& p, const char* what, std::int64_t low, std::int64_t high) {
+  const std::int64_t v = read_int(p, what);
+  if (v < low || v > high) p.fail(fmt::format("{}: expected an integer from {} to {}, found {}", what, low, high, p.text()));
+  return v;
+}
+
+// Limits far beyond CUDA's, chosen so that products of them (registers x threads, blocks x
+// warps) still fit in an int.
+constexpr std::int64_t kMaxCount = (std::int64_t{1} << 31) - 1;  // grid sizes, indices: what an int holds
+constexpr std::int64_t kMaxBlockThreads = std::int64_t{1} << 14;
+constexpr std::int64_t kMaxRegisters = std::int64_t{1} << 16;
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 24;        // shared and local memory sizes
+constexpr std::int64_t kMaxBlocksPerSm = std::int64_t{1} << 16;  // the occupancy object's counts
+
+// [x, y, z] (Kineto's grid/block); fewer elements are padded with 1, each within [0, high].
+std::array<int, 3> read_dims(JsonPullParser& p, const char* what, std::int64_t high) {
   if (p.last() != JsonToken::begin_array) p.fail_type(what, "an array of up to 3 integers");
   std::array<int, 3> dims{1, 1, 1};
   std::size_t n = 0;
   for (JsonToken t = p.next(); t != JsonToken::end_array; t = p.next()) {
     if (n >= 3) p.fail_type(what, "an array of up to 3 integers");
-    dims[n++] = static_cast<int>(read_int(p, what));
+    dims[n++] = static_cast<int>(read_int_in(p, what, 0, high));
   }
   return dims;
 }
@@ -141,7 +159,8 @@ std::uint64_t read_process_or_thread(JsonPullParser& p, const char* what) {
   if (p.last() == JsonToken::string) return hash_id(p.text());
   if (p.last() != JsonToken::number) p.fail_type(what, "an integer or a string");
   const std::int64_t v = p.as_int64(what);
-  return v < 0 ? static_cast<std::uint64_t>(-v) : static_cast<std::uint64_t>(v);  // Kineto's sanitizeTid
+  // Kineto's sanitizeTid; negated in unsigned arithmetic, where INT64_MIN has a negation too.
+  return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
 }
 
 void read_occupancy_object(JsonPullParser& p, TraceEventArgs& a) {
@@ -171,7 +190,7 @@ void read_occupancy_object(JsonPullParser& p, TraceEventArgs& a) {
       continue;
     }
     p.next();
-    *field = read_int(p, what);
+    *field = read_int_in(p, what, 0, kMaxBlocksPerSm);
   }
 }
 
@@ -192,17 +211,31 @@ void read_args(JsonPullParser& p, TraceEventArgs& a) {
       case ArgField::stream: a.stream = read_int(p, "args.stream"); break;
       case ArgField::cbid: a.cbid = read_int(p, "args.cbid"); break;
       case ArgField::return_value: a.return_value = read_int(p, "args.\"return value\""); break;
-      case ArgField::registers_per_thread: a.registers_per_thread = read_int(p, "args.\"registers per thread\""); break;
-      case ArgField::shared_memory: a.shared_memory = read_int(p, "args.\"shared memory\""); break;
-      case ArgField::static_shared_memory: a.static_shared_memory = read_int(p, "args.\"static shared memory\""); break;
-      case ArgField::dynamic_shared_memory: a.dynamic_shared_memory = read_int(p, "args.\"dynamic shared memory\""); break;
-      case ArgField::local_memory_per_thread: a.local_memory_per_thread = read_int(p, "args.\"local memory per thread\""); break;
-      case ArgField::shared_memory_config: a.shared_memory_config = read_int(p, "args.\"shared memory config\""); break;
+      case ArgField::registers_per_thread:
+        a.registers_per_thread = read_int_in(p, "args.\"registers per thread\"", 0, kMaxRegisters);
+        break;
+      case ArgField::shared_memory: a.shared_memory = read_int_in(p, "args.\"shared memory\"", 0, kMaxBytes); break;
+      case ArgField::static_shared_memory:
+        a.static_shared_memory = read_int_in(p, "args.\"static shared memory\"", 0, kMaxBytes);
+        break;
+      case ArgField::dynamic_shared_memory:
+        a.dynamic_shared_memory = read_int_in(p, "args.\"dynamic shared memory\"", 0, kMaxBytes);
+        break;
+      case ArgField::local_memory_per_thread:
+        a.local_memory_per_thread = read_int_in(p, "args.\"local memory per thread\"", 0, kMaxBytes);
+        break;
+      case ArgField::shared_memory_config:
+        a.shared_memory_config = read_int_in(p, "args.\"shared memory config\"", 0, kMaxBytes);
+        break;
       case ArgField::bytes: a.bytes = read_int(p, "args.bytes"); break;
       case ArgField::value: a.value = read_int(p, "args.value"); break;
-      case ArgField::grid: a.grid = read_dims(p, "args.grid"); break;
-      case ArgField::block: a.block = read_dims(p, "args.block"); break;
-      case ArgField::cluster: a.cluster = read_dims(p, "args.cluster"); break;
+      case ArgField::grid: a.grid = read_dims(p, "args.grid", kMaxCount); break;
+      case ArgField::block:
+        a.block = read_dims(p, "args.block", kMaxBlockThreads);
+        if (std::int64_t{(*a.block)[0]} * (*a.block)[1] * (*a.block)[2] > kMaxBlockThreads)
+          p.fail(fmt::format("args.block: more than {} threads in a block", kMaxBlockThreads));
+        break;
+      case ArgField::cluster: a.cluster = read_dims(p, "args.cluster", kMaxCount); break;
       case ArgField::theoretical_occupancy: a.theoretical_occupancy_percent = read_number(p, "args.\"theoretical occupancy %\""); break;
       case ArgField::achieved_occupancy: a.achieved_occupancy_percent = read_number(p, "args.\"achieved occupancy %\""); break;
       case ArgField::occupancy: read_occupancy_object(p, a); break;
@@ -210,8 +243,8 @@ void read_args(JsonPullParser& p, TraceEventArgs& a) {
       case ArgField::occupancy_error: a.occupancy_error = read_string(p, "args.\"occupancy error\""); break;
       case ArgField::copy_kind: a.copy_kind = read_string(p, "args.\"copy kind\""); break;
       case ArgField::launch_api: a.launch_api = read_string(p, "args.\"launch api\""); break;
-      case ArgField::case_index: a.case_index = read_int(p, "args.\"case index\""); break;
-      case ArgField::iteration: a.iteration = read_int(p, "args.iteration"); break;
+      case ArgField::case_index: a.case_index = read_int_in(p, "args.\"case index\"", -1, kMaxCount - 1); break;
+      case ArgField::iteration: a.iteration = read_int_in(p, "args.iteration", -1, kMaxCount - 1); break;
       case ArgField::phase: a.phase = read_string(p, "args.phase"); break;
       case ArgField::case_label: a.case_label = read_string(p, "args.case"); break;
       case ArgField::backend: a.backend = read_string(p, "args.backend"); break;
@@ -305,27 +338,34 @@ void TraceEvent::clear() {
 }
 
 DeviceProperties device_properties_from_json(const nlohmann::json& j) {
+  // Bounded by far more than any GPU has, so that occupancy arithmetic on them cannot overflow or
+  // divide by zero.
+  constexpr int kCount = 1 << 20;
+  constexpr std::int64_t kBytes = std::int64_t{1} << 50;
   DeviceProperties d;
-  d.id = j.value("id", 0);
+  d.id = json_integer_in(j, "id", 0, 0, kCount);
   d.name = j.value("name", "");
-  d.compute_major = j.value("computeMajor", 0);
-  d.compute_minor = j.value("computeMinor", 0);
-  d.sm_count = j.value("numSms", 0);
-  d.max_threads_per_block = j.value("maxThreadsPerBlock", 1024);
-  d.max_threads_per_sm = j.value("maxThreadsPerMultiprocessor", 2048);
-  d.max_blocks_per_sm = j.value("maxBlocksPerMultiprocessor", default_max_blocks_per_sm(d.compute_major, d.compute_minor));
-  d.regs_per_block = j.value("regsPerBlock", 65536);
-  d.regs_per_sm = j.value("regsPerMultiprocessor", 65536);
-  d.warp_size = j.value("warpSize", 32);
-  d.shared_mem_per_block = j.value("sharedMemPerBlock", std::int64_t{49152});
-  d.shared_mem_per_sm = j.value("sharedMemPerMultiprocessor", std::int64_t{0});
-  d.shared_mem_per_block_optin = j.value("sharedMemPerBlockOptin", d.shared_mem_per_block);
-  d.reserved_shared_mem_per_block = j.value("reservedSharedMemPerBlock", std::int64_t{d.compute_major >= 8 ? 1024 : 0});
-  d.total_global_mem = j.value("totalGlobalMem", std::int64_t{0});
-  d.l2_cache_bytes = j.value("l2CacheSize", std::int64_t{0});
-  d.clock_rate_khz = j.value("clockRateKHz", 0);
-  d.memory_clock_rate_khz = j.value("memoryClockRateKHz", 0);
-  d.memory_bus_width_bits = j.value("memoryBusWidth", 0);
+  d.compute_major = json_integer_in(j, "computeMajor", 0, 0, 1000);
+  d.compute_minor = json_integer_in(j, "computeMinor", 0, 0, 1000);
+  d.sm_count = json_integer_in(j, "numSms", 0, 0, kCount);
+  d.max_threads_per_block = json_integer_in(j, "maxThreadsPerBlock", 1024, 1, kCount);
+  d.max_threads_per_sm = json_integer_in(j, "maxThreadsPerMultiprocessor", 2048, 1, kCount);
+  d.max_blocks_per_sm = json_integer_in(j, "maxBlocksPerMultiprocessor",
+                                        default_max_blocks_per_sm(d.compute_major, d.compute_minor), 1, kCount);
+  d.regs_per_block = json_integer_in(j, "regsPerBlock", 65536, 1, kCount);
+  d.regs_per_sm = json_integer_in(j, "regsPerMultiprocessor", 65536, 1, kCount);
+  d.warp_size = json_integer_in(j, "warpSize", 32, 1, 1024);
+  d.shared_mem_per_block = json_integer_in<std::int64_t>(j, "sharedMemPerBlock", 49152, 0, kBytes);
+  d.shared_mem_per_sm = json_integer_in<std::int64_t>(j, "sharedMemPerMultiprocessor", 0, 0, kBytes);
+  d.shared_mem_per_block_optin =
+      json_integer_in<std::int64_t>(j, "sharedMemPerBlockOptin", d.shared_mem_per_block, 0, kBytes);
+  d.reserved_shared_mem_per_block =
+      json_integer_in<std::int64_t>(j, "reservedSharedMemPerBlock", d.compute_major >= 8 ? 1024 : 0, 0, kBytes);
+  d.total_global_mem = json_integer_in<std::int64_t>(j, "totalGlobalMem", 0, 0, kBytes);
+  d.l2_cache_bytes = json_integer_in<std::int64_t>(j, "l2CacheSize", 0, 0, kBytes);
+  d.clock_rate_khz = json_integer_in(j, "clockRateKHz", 0, 0, kCount * 1000);
+  d.memory_clock_rate_khz = json_integer_in(j, "memoryClockRateKHz", 0, 0, kCount * 1000);
+  d.memory_bus_width_bits = json_integer_in(j, "memoryBusWidth", 0, 0, kCount);
   return d;
 }
 
@@ -477,7 +517,8 @@ std::uint64_t TraceEventConverter::to_ns(std::int64_t ts_ns, const TraceDocument
                  ? static_cast<std::int64_t>(*doc.base_time_ns)
                  : 0;
   }
-  const std::int64_t ns = ts_ns + *shift_;
+  std::int64_t ns = 0;
+  if (__builtin_add_overflow(ts_ns, *shift_, &ns)) return ts_ns > 0 ? std::numeric_limits<std::uint64_t>::max() : 0;
   return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
 }
 

@@ -138,6 +138,14 @@ TEST(ChromeTraceReader, WrongTypesAreMalformedAndSaySo) {
            {R"({"traceEvents": [{"ph": 1}]})", "\"ph\": expected a string"},
            {R"({"baseTimeNanoseconds": -5, "traceEvents": []})", "baseTimeNanoseconds"},
            {R"({"deviceProperties": [{"numSms": "many"}], "traceEvents": []})", "deviceProperties"},
+           // Out of any GPU's range, so that occupancy arithmetic cannot overflow (found by fuzzing).
+           {R"({"deviceProperties": [{"numSms": 1.7e15}], "traceEvents": []})", "\"numSms\": expected"},
+           {R"({"deviceProperties": [{"warpSize": 0}], "traceEvents": []})", "\"warpSize\": expected 1 to 1024"},
+           {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"block": [100000, 1, 1]}}]})", "args.block: expected"},
+           {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"block": [1024, 1024, 1]}}]})", "threads in a block"},
+           {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"registers per thread": 2000000000}}]})",
+            "registers per thread\": expected an integer from 0 to 65536"},
+           {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"iteration": 9000000000}}]})", "args.iteration"},
        }) {
     const TraceFormatError e = read_error(c.text);
     EXPECT_EQ(e.kind(), TraceFormatError::Kind::malformed) << c.text;

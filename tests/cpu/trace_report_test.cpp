@@ -434,6 +434,23 @@ TEST(TraceReport, AKinetoTraceWithoutRangesIsOneCase) {
   EXPECT_EQ(report.notes.size(), 2u);  // no ranges; no deviceProperties (H200 assumed)
 }
 
+// Found by tests/fuzz/trace_fuzz.cpp: a stored summary whose numbers do not fit, or a command
+// that is not a string, is a note, never undefined behaviour or a stray exception.
+TEST(TraceReport, AStoredSummaryThatCannotBeReadIsANote) {
+  const std::filesystem::path dir = temp_dir("odd_summary");
+  std::ofstream(dir / "odd.json") << R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+     "args": {"case index": 0, "phase": "iter", "iteration": 0}}],
+    "attnprof": {"command": 7, "summary": {"schema": "attnprof-summary", "cases": [{"label": "a", "backend": "b",
+      "problem": {"batch": 1e20, "heads": 1, "seq_q": 1, "seq_kv": 1, "head_dim": 1, "dtype": "bf16", "causal": false}}]}}})";
+  const TraceReport report = report_from_trace(dir / "odd.json");
+  EXPECT_EQ(report.origin, "attnprof");
+  ASSERT_FALSE(report.notes.empty());
+  EXPECT_NE(report.notes.front().find("\"batch\": expected an integer that fits"), std::string::npos) << report.notes.front();
+  ASSERT_EQ(report.summary.cases.size(), 1u);
+  EXPECT_EQ(report.summary.cases[0].kernels_per_iter, 1.0);
+}
+
 TEST(TraceReport, ForeignAndMalformedFilesThrowTheirKind) {
   const std::filesystem::path dir = temp_dir("bad");
   RunSummary summary;
