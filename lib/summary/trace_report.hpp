@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "summary/summary.hpp"
+#include "trace/json_pull_parser.hpp"
 
 namespace attnprof {
 
@@ -30,5 +31,7 @@ struct TraceReport {
 };
 
 TraceReport report_from_trace(const std::filesystem::path& trace, const TraceReportOptions& options = {});
+// The same from a parser already opened (a trace held in memory, say).
+TraceReport report_from_trace(trace::JsonPullParser& parser, const TraceReportOptions& options = {});
 
 }  // namespace attnprof
