@@ -86,6 +86,12 @@ std::optional<json> parse_json_text(std::string_view text, IssueList& issues) {
     issue.column = position.column;
     issues.add(std::move(issue));
     return std::nullopt;
+  } catch (const json::out_of_range& error) {
+    // A number beyond what a double holds (1e999) is an out_of_range, not a parse_error.
+    const std::string_view what = error.what();
+    const std::size_t bracket = what.find("] ");
+    issues.add("", "malformed JSON: " + std::string(bracket == std::string_view::npos ? what : what.substr(bracket + 2)));
+    return std::nullopt;
   }
 }
 

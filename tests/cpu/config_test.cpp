@@ -254,6 +254,13 @@ TEST(ConfigErrors, MalformedJsonMessageDropsNlohmannPrefix) {
   EXPECT_THAT(issues[0].message, ::testing::Not(HasSubstr("parse error at line")));
 }
 
+// Found by tests/fuzz/config_fuzz.cpp: nlohmann rejects 1e999 with out_of_range, not parse_error.
+TEST(ConfigErrors, ANumberBeyondADoubleIsAnIssueNotACrash) {
+  const std::vector<ConfigIssue> issues = issues_of(R"({"backends": ["flash"], "warmup": 1e999})");
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_THAT(issues[0].message, HasSubstr("malformed JSON: number overflow parsing '1e999'"));
+}
+
 // ---- many issues at once ----------------------------------------------------------------------
 
 TEST(ConfigErrors, ReportsEveryIssueInOnePass) {
