@@ -91,8 +91,8 @@ class ArgFieldTable {
 
   std::optional<ArgField> find(std::string_view key) const {
     if (key.size() >= by_length_.size()) return std::nullopt;
-    for (const auto& [name, field] : by_length_[key.size()])
-      if (name == key) return field;
+    for (const auto& [name, field] : by_length_[key.size()])  // the last letter tells most apart
+      if (name.back() == key.back() && name == key) return field;
     return std::nullopt;
   }
 
@@ -105,7 +105,7 @@ const ArgFieldTable& arg_fields() {
   return table;
 }
 
-std::uint64_t hash_id(const std::string& text) {
+std::uint64_t hash_id(std::string_view text) {
   std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
   for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ull;
   return hash & 0x7fffffffu;
@@ -121,7 +121,7 @@ double read_number(JsonPullParser& p, const char* what) {
   return p.as_double(what);
 }
 
-const std::string& read_string(JsonPullParser& p, const char* what) {
+std::string_view read_string(JsonPullParser& p, const char* what) {
   if (p.last() != JsonToken::string) p.fail_type(what, "a string");
   return p.text();
 }
@@ -166,7 +166,7 @@ std::uint64_t read_process_or_thread(JsonPullParser& p, const char* what) {
 void read_occupancy_object(JsonPullParser& p, TraceEventArgs& a) {
   if (p.last() != JsonToken::begin_object) p.fail_type("args.occupancy", "an object");
   while (p.next() == JsonToken::key) {
-    const std::string& key = p.text();
+    const std::string_view key = p.text();
     std::optional<std::int64_t>* field = nullptr;
     const char* what = nullptr;
     if (key == "activeBlocksPerMultiprocessor") {
@@ -405,7 +405,7 @@ TraceDocument read_chrome_trace(JsonPullParser& p, const TraceEventCallback& on_
   std::string schema;
   std::vector<std::string> keys;
   while (p.next() == JsonToken::key) {
-    const std::string key = p.text();
+    const std::string key(p.text());
     if (keys.size() < 6) keys.push_back(key);
     const std::uint64_t key_offset = p.token_offset();
     p.next();

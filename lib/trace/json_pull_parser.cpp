@@ -91,6 +91,11 @@ JsonPullParser::~JsonPullParser() {
 
 bool JsonPullParser::refill() {
   if (eof_) return false;
+  // The last token may still be viewed (a key, while its ':' is sought): copy it out first.
+  if (!view_.empty() && view_.data() >= chunk_.data() && view_.data() < chunk_.data() + chunk_.size()) {
+    text_.assign(view_);
+    view_ = text_;
+  }
   consumed_ += end_;
   pos_ = 0;
   end_ = std::fread(chunk_.data(), 1, chunk_.size(), file_);
@@ -159,7 +164,7 @@ void JsonPullParser::fail_at(std::uint64_t at, std::string_view message) const {
 void JsonPullParser::fail_type(std::string_view what, std::string_view expected) const {
   std::string found = describe(last_);
   if (last_ == JsonToken::string || last_ == JsonToken::number) {
-    std::string shown = text_.size() > 40 ? text_.substr(0, 40) + "..." : text_;
+    const std::string shown = view_.size() > 40 ? std::string(view_.substr(0, 40)) + "..." : std::string(view_);
     found += last_ == JsonToken::string ? fmt::format(" \"{}\"", shown) : fmt::format(" {}", shown);
   }
   fail(fmt::format("{}: expected {}, found {}", what, expected, found));
@@ -221,7 +226,7 @@ JsonToken JsonPullParser::next() {
         skip_whitespace();
         if (pos_ >= end_) fail_at(offset(), "unexpected end of file after a member name: the document is truncated");
         if (data_[pos_] != ':')
-          fail_at(offset(), fmt::format("expected ':' after member name \"{}\", found {}", text_, found_text()));
+          fail_at(offset(), fmt::format("expected ':' after member name \"{}\", found {}", view_, found_text()));
         ++pos_;
         expect_ = Expect::value;
         return last_ = JsonToken::key;
@@ -273,7 +278,22 @@ JsonToken JsonPullParser::next() {
 
 void JsonPullParser::read_string(bool keep) {
   ++pos_;  // opening quote
+  {
+    // The common case: the closing quote in this chunk with nothing escaped before it.
+    const std::size_t run = static_cast<std::size_t>(find_json_special(data_ + pos_, data_ + end_) - data_);
+    if (run < end_ && data_[run] == '"') {
+      view_ = keep ? std::string_view(data_ + pos_, run - pos_) : std::string_view();
+      pos_ = run + 1;
+      return;
+    }
+  }
+  view_ = {};  // nothing for refill() to save: text_ is where this string goes
   text_.clear();
+  read_string_slowly(keep);
+  view_ = text_;
+}
+
+void JsonPullParser::read_string_slowly(bool keep) {
   for (;;) {
     const std::size_t run = static_cast<std::size_t>(find_json_special(data_ + pos_, data_ + end_) - data_);
     if (keep) text_.append(data_ + pos_, run - pos_);
@@ -338,7 +358,9 @@ void JsonPullParser::read_string(bool keep) {
 }
 
 void JsonPullParser::read_number() {
-  if (!read_number_in_place()) read_number_across_chunks();
+  if (read_number_in_place()) return;
+  view_ = {};
+  read_number_across_chunks();
 }
 
 bool JsonPullParser::read_number_in_place() {
@@ -355,7 +377,7 @@ bool JsonPullParser::read_number_in_place() {
   if (p < end && *p == '-') ++p;
   if (p < end && *p == '0') ++p;
   else if (!digits()) return false;
-  bool integer = true;
+  bool integer = true, exponent = false;
   if (p < end && *p == '.') {
     ++p;
     if (!digits()) return false;
@@ -366,12 +388,14 @@ bool JsonPullParser::read_number_in_place() {
     if (p < end && (*p == '+' || *p == '-')) ++p;
     if (!digits()) return false;
     integer = false;
+    exponent = true;
   }
   if (p == end) return false;  // it may go on in the next chunk
   const unsigned char next = static_cast<unsigned char>(*p);
   if (is_ascii_alnum(next) || next == '.' || next == '"') return false;  // "01", "1x": said precisely below
-  text_.assign(begin, p);
+  view_ = std::string_view(begin, static_cast<std::size_t>(p - begin));
   number_is_integer_ = integer;
+  number_has_exponent_ = exponent;
   pos_ += static_cast<std::size_t>(p - begin);
   return true;
 }
@@ -406,6 +430,8 @@ void JsonPullParser::read_number_across_chunks() {
   if (c >= 0 && (std::isalpha(c) || c == '.' || c == '"'))
     fail_at(offset(), fmt::format("unexpected {} right after the number {}", printable(c), text_));
   number_is_integer_ = text_.find_first_of(".eE") == std::string::npos;
+  number_has_exponent_ = text_.find_first_of("eE") != std::string::npos;
+  view_ = text_;
 }
 
 void JsonPullParser::read_literal(const char* word) {
@@ -443,7 +469,7 @@ nlohmann::json JsonPullParser::read_value() {
     case JsonToken::begin_object: {
       nlohmann::json object = nlohmann::json::object();
       while (next() == JsonToken::key) {
-        std::string key = text_;
+        std::string key(view_);
         next();
         object[key] = read_value();
       }
@@ -454,10 +480,10 @@ nlohmann::json JsonPullParser::read_value() {
       for (JsonToken t = next(); t != JsonToken::end_array; t = next()) array.push_back(read_value());
       return array;
     }
-    case JsonToken::string: return text_;
+    case JsonToken::string: return std::string(view_);
     case JsonToken::number:
       if (number_is_integer_) {
-        if (text_[0] == '-') return as_int64("number");
+        if (view_[0] == '-') return as_int64("number");
         return as_uint64("number");
       }
       return as_double("number");
@@ -472,8 +498,8 @@ double JsonPullParser::number_as_double() const {
   // The tokenizer has checked JSON's grammar, which from_chars accepts. Out of range (1e999,
   // 1e-999) is rare: strtod says what it rounds to.
   double v = 0;
-  const auto [end, error] = std::from_chars(text_.data(), text_.data() + text_.size(), v);
-  if (error != std::errc()) return std::strtod(text_.c_str(), nullptr);
+  const auto [end, error] = std::from_chars(view_.data(), view_.data() + view_.size(), v);
+  if (error != std::errc()) return std::strtod(std::string(view_).c_str(), nullptr);
   return v;
 }
 
@@ -481,8 +507,8 @@ std::int64_t JsonPullParser::as_int64(std::string_view what) const {
   if (last_ != JsonToken::number) fail_type(what, "an integer");
   if (number_is_integer_) {
     std::int64_t v = 0;
-    const auto [end, error] = std::from_chars(text_.data(), text_.data() + text_.size(), v);
-    if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, text_));
+    const auto [end, error] = std::from_chars(view_.data(), view_.data() + view_.size(), v);
+    if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, view_));
     return v;
   }
   const double v = number_as_double();
@@ -491,11 +517,11 @@ std::int64_t JsonPullParser::as_int64(std::string_view what) const {
 }
 
 std::uint64_t JsonPullParser::as_uint64(std::string_view what) const {
-  if (last_ != JsonToken::number || text_[0] == '-') fail_type(what, "a non-negative integer");
+  if (last_ != JsonToken::number || view_[0] == '-') fail_type(what, "a non-negative integer");
   if (number_is_integer_) {
     std::uint64_t v = 0;
-    const auto [end, error] = std::from_chars(text_.data(), text_.data() + text_.size(), v);
-    if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, text_));
+    const auto [end, error] = std::from_chars(view_.data(), view_.data() + view_.size(), v);
+    if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, view_));
     return v;
   }
   const double v = number_as_double();
@@ -511,16 +537,16 @@ double JsonPullParser::as_double(std::string_view what) const {
 std::int64_t JsonPullParser::as_microseconds_in_ns(std::string_view what) const {
   // Perfetto accepts numeric strings for ts/dur; so do we.
   if (last_ != JsonToken::number && last_ != JsonToken::string) fail_type(what, "a number of microseconds");
-  const std::string& t = text_;
+  const std::string_view t = view_;
   std::size_t i = 0;
   const bool negative = i < t.size() && t[i] == '-';
   if (negative) ++i;
   if (i >= t.size() || !is_digit(static_cast<unsigned char>(t[i]))) fail_type(what, "a number of microseconds");
-  const bool exponent = last_ == JsonToken::number ? !number_is_integer_ && t.find_first_of("eE") != std::string::npos
-                                                  : t.find_first_of("eE") != std::string::npos;
+  const bool exponent = last_ == JsonToken::number ? number_has_exponent_ : t.find_first_of("eE") != std::string::npos;
   if (exponent) {
+    const std::string copy(t);  // strtod needs the terminating NUL
     char* end = nullptr;
-    const double v = std::strtod(t.c_str(), &end);
+    const double v = std::strtod(copy.c_str(), &end);
     if (end == nullptr || *end != '\0' || !std::isfinite(v)) fail_type(what, "a number of microseconds");
     return static_cast<std::int64_t>(std::llround(v * 1000.0));
   }

@@ -71,7 +71,9 @@ class JsonPullParser {
   // The next token; enforces JSON's grammar (commas, colons, nesting, one top-level value).
   JsonToken next();
   JsonToken last() const { return last_; }
-  const std::string& text() const { return text_; }
+  // Valid until the next call of next(): a view into the read buffer where the token lies
+  // within it unescaped (the common case, no copy), else into a copy.
+  std::string_view text() const { return view_; }
   // Nesting depth after the last token (1 inside the top-level object).
   int depth() const { return static_cast<int>(stack_.size()); }
   // Where the last token started: the byte offset is free, line and column cost a re-read.
@@ -125,6 +127,7 @@ class JsonPullParser {
   }
   void skip_whitespace_across_chunks();
   void read_string(bool keep);
+  void read_string_slowly(bool keep);  // escapes, chunk boundaries, errors
   void read_number();
   bool read_number_in_place();
   void read_number_across_chunks();
@@ -150,9 +153,11 @@ class JsonPullParser {
   std::vector<char> stack_;         // '{' or '[' per open container
   Expect expect_ = Expect::value;
   JsonToken last_ = JsonToken::end_of_input;
-  std::string text_;
+  std::string text_;               // the last token's text where it could not be a view
+  std::string_view view_;          // the last token's text
   bool keep_text_ = true;         // false while skip_next_value() runs: strings are checked, not copied
   bool number_is_integer_ = true;  // the last number had no fraction or exponent
+  bool number_has_exponent_ = false;
   std::uint64_t token_offset_ = 0;
 };
 
