@@ -215,7 +215,10 @@ int backends_command(const BackendsCommand& o) {
             bias = bias || has_bias;
           }
     std::string dim_list;
-    for (const std::string& d : dims) dim_list += (dim_list.empty() ? "" : " ") + std::to_string(std::stoi(d));
+    for (const std::string& d : dims) {
+      if (!dim_list.empty()) dim_list += ' ';
+      dim_list += std::to_string(std::stoi(d));
+    }
     std::cout << fmt::format("{:<20} dtypes: {}; head dims (of those probed): {}; causal: {}; bias: {}\n", "",
                              dtypes.empty() ? "none" : fmt::format("{}", fmt::join(dtypes, " ")),
                              dim_list.empty() ? "none" : dim_list, causal ? "yes" : "no", bias ? "yes" : "no");

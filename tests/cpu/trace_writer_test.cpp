@@ -221,7 +221,9 @@ TEST(ChromeTraceWriter, FlowsJoinEveryLaunchToItsGpuWork) {
 TEST(ChromeTraceWriter, ClampsRecordsBeforeTheBaseToZero) {
   const nlohmann::json t = write_and_parse(temp_trace("clamp.json"));
   for (const nlohmann::json& e : t.at("traceEvents"))
-    if (e.at("ph") == "X" && e.at("cat") == "gpu_memset") EXPECT_EQ(e.at("ts").get<double>(), 0.0);
+    if (e.at("ph") == "X" && e.at("cat") == "gpu_memset") {
+      EXPECT_EQ(e.at("ts").get<double>(), 0.0);
+    }
 }
 
 TEST(ChromeTraceWriter, UnfinishedWriterStillLeavesValidJson) {
