@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/scoped_signal_handlers.hpp"
 #include "summary/merged_summary.hpp"
 #include "summary/summary.hpp"
 
@@ -35,25 +36,13 @@ extern "C" void forward_signal(int sig, siginfo_t* info, void*) {
   if (child > 0 && (info == nullptr || info->si_code <= 0)) kill(child, sig);
 }
 
+// The command's pid is forgotten before the previous handlers come back (members go last).
 class SignalForwarding {
  public:
-  SignalForwarding() {
-    struct sigaction ours {};
-    ours.sa_sigaction = forward_signal;
-    sigemptyset(&ours.sa_mask);
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &ours, &previous_[i]);
-  }
-  ~SignalForwarding() {
-    g_child = 0;
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
-  }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
+  ~SignalForwarding() { g_child = 0; }
 
  private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> previous_{};
+  ScopedSignalHandlers handlers_{forward_signal};
 };
 
 const std::regex& output_pattern() {

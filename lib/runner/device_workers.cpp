@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.hpp"
+#include "core/scoped_signal_handlers.hpp"
 #include "trace/trace_merge.hpp"
 
 extern char** environ;
@@ -35,25 +36,13 @@ extern "C" void forward_to_workers(int sig, siginfo_t* info, void*) {
     if (g_workers[static_cast<std::size_t>(i)] > 0) kill(static_cast<pid_t>(g_workers[static_cast<std::size_t>(i)]), sig);
 }
 
+// The workers are forgotten before the previous handlers come back (members go last).
 class WorkerSignalForwarding {
  public:
-  WorkerSignalForwarding() {
-    struct sigaction ours {};
-    ours.sa_sigaction = forward_to_workers;
-    sigemptyset(&ours.sa_mask);
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &ours, &previous_[i]);
-  }
-  ~WorkerSignalForwarding() {
-    g_worker_count = 0;
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
-  }
-  WorkerSignalForwarding(const WorkerSignalForwarding&) = delete;
-  WorkerSignalForwarding& operator=(const WorkerSignalForwarding&) = delete;
+  ~WorkerSignalForwarding() { g_worker_count = 0; }
 
  private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> previous_{};
+  ScopedSignalHandlers handlers_{forward_to_workers};
 };
 
 void say(std::FILE* progress, const std::string& text) {
