@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call on the lent H200: correctness, sanitizers, performance side by side with
 # PyTorch. Run from the repo root with the build folder carried; logs go to $OUT.
-# Usage: tests/gpu/h200_session.sh [steps...]   steps: tests correctness sanitize perf torch default
+# Usage: tests/gpu/h200_session.sh [steps...]   steps: tests correctness sanitize sanitize_each perf torch default
 set -uo pipefail
 OUT=${OUT:-/tmp/attnprof-out}
 B=${BUILD:-build}
@@ -27,6 +27,18 @@ for step in "${steps[@]}"; do
           > "$OUT/sanitize_$tool.log" 2>&1
         echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"
         grep -E "^========= (Error|Warning|Race|Invalid)" -A6 "$OUT/sanitize_$tool.log" | head -24
+      done ;;
+    sanitize_each)
+      # memcheck and racecheck per backend, one process each (a slow library module cannot
+      # starve the others): odd lengths, seq_q != seq_kv, both causal settings, every head dim.
+      for b in ${SANITIZE_BACKENDS:-math manual_* cudnn efficient flash}; do
+        for tool in memcheck racecheck; do
+          timeout "${SANITIZE_TIMEOUT:-80}" compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$B/tests/gpu_backend_correctness_test" --gtest_filter="*Reference/${b}_bf16_*_2x2x129x257x*" \
+            > "$OUT/sanitize_${b//\*/}_$tool.log" 2>&1
+          echo "$b $tool rc=$? $(grep -c '^\[       OK' "$OUT/sanitize_${b//\*/}_$tool.log") ok, $(grep -c '^\[  FAILED' "$OUT/sanitize_${b//\*/}_$tool.log") failed; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_${b//\*/}_$tool.log" | tail -1)"
+          grep -E "^========= (Error|Warning|Race|Invalid)" -A6 "$OUT/sanitize_${b//\*/}_$tool.log" | head -12
+        done
       done ;;
     sass)
       # per kernel: tensor-core MMAs, ldmatrix, and local-memory traffic (spills) in the shipped code
