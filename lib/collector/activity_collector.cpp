@@ -110,6 +110,15 @@ void enable_work_launching_driver_apis() {
   }
 }
 
+void disable_runtime_queries() {
+  for (const CUpti_CallbackId cbid :
+       {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020})
+    CUPTI_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
+}
+
 bool flag_from_environment(const char* variable, bool fallback) {
   const char* value = std::getenv(variable);
   if (value == nullptr || *value == '\0') return fallback;
@@ -127,6 +136,12 @@ CollectorOptions collector_options_from_environment(CollectorOptions base) {
     if (text == "all") base.driver_api = DriverApiRecords::all;
     else if (text == "launches") base.driver_api = DriverApiRecords::launches;
     else throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_DRIVER={}: expected all or launches", text));
+  }
+  if (const char* runtime = std::getenv("ATTNPROF_CUPTI_RUNTIME"); runtime != nullptr && *runtime != '\0') {
+    const std::string_view text(runtime);
+    if (text == "all") base.skip_runtime_queries = false;
+    else if (text == "no-queries") base.skip_runtime_queries = true;
+    else throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_RUNTIME={}: expected all or no-queries", text));
   }
   base.record_overhead = flag_from_environment("ATTNPROF_CUPTI_OVERHEAD", base.record_overhead);
   if (std::getenv("ATTNPROF_CUPTI_PER_THREAD") != nullptr)
@@ -170,6 +185,7 @@ ActivityCollector::ActivityCollector(std::vector<DeviceProperties> devices, Coll
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+    if (options_.skip_runtime_queries) disable_runtime_queries();  // after the kind, which would override it
     if (options_.driver_api == DriverApiRecords::all) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
     else enable_work_launching_driver_apis();
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));

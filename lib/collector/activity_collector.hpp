@@ -34,11 +34,16 @@ struct CollectorOptions {
   DriverApiRecords driver_api = DriverApiRecords::all;
   std::optional<bool> per_thread_buffers;  // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER; unset: CUPTI's default
   bool zeroed_buffers = false;             // hand CUPTI zeroed buffers so it need not zero them in the launching thread
+  // Leave out the runtime calls a framework makes around every op that launch nothing:
+  // cudaGetDevice, cudaSetDevice, cudaGetLastError, cudaPeekAtLastError, cudaEventCreate(WithFlags),
+  // cudaEventDestroy (torch.profiler drops the same ones, cudaPeekAtLastError aside, from its traces).
+  bool skip_runtime_queries = false;
 };
 
 // `base` with the ATTNPROF_CUPTI_* environment variables applied, for measuring the collector's
 // cost in a profiled program: ATTNPROF_CUPTI_DRIVER=all|launches, ATTNPROF_CUPTI_OVERHEAD=0|1,
-// ATTNPROF_CUPTI_PER_THREAD=0|1, ATTNPROF_CUPTI_ZEROED=0|1, ATTNPROF_CUPTI_BUFFER_BYTES=N.
+// ATTNPROF_CUPTI_PER_THREAD=0|1, ATTNPROF_CUPTI_ZEROED=0|1, ATTNPROF_CUPTI_BUFFER_BYTES=N,
+// ATTNPROF_CUPTI_RUNTIME=all|no-queries.
 // Throws std::invalid_argument naming a variable with a value it cannot use.
 CollectorOptions collector_options_from_environment(CollectorOptions base);
 

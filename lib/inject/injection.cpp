@@ -241,6 +241,8 @@ void start_session() {
     profile_defaults.driver_api = DriverApiRecords::launches;
     profile_defaults.zeroed_buffers = true;
     profile_defaults.record_overhead = false;
+    // PyTorch's 200-call SDPA loop: 36,879 runtime records -> 4,159, 5.4-5.9 ms -> 4.3-4.4 ms.
+    profile_defaults.skip_runtime_queries = true;
     s->collector = new ActivityCollector({}, collector_options_from_environment(profile_defaults));
   } catch (const std::exception& e) {
     log(fmt::format("pid {}: CUPTI could not be set up, this process is not recorded: {}", s->pid, e.what()));
