@@ -222,7 +222,10 @@ std::string render_csv(const RunSummary& s) {
         k ? fmt::format("{:.2f}", k->theoretical_occupancy_percent) : "", k ? k->occupancy_limiter : "",
         k ? k->launch_api : "", std::to_string(c.findings.size()), std::to_string(c.surprises.size()),
         std::to_string(c.device), fmt::format("{:.3g}", communication_kernels_per_iter(c))};
-    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_cell(cells[i]);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i > 0) out += ',';
+      out += csv_cell(cells[i]);
+    }
     out += '\n';
   }
   return out;

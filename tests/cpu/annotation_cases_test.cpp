@@ -1,6 +1,7 @@
 // Cases from annotation ranges: top-level ranges per thread, nesting, transparent profiler
 // steps, iterations in order of start, GPU work joined through its launching call, and the
 // fallbacks (no ranges: the whole run; launching threads never hold a range: by time alone).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "trace/annotation_cases.hpp"
@@ -27,7 +28,7 @@ void launch(ActivityBatch& b, std::uint32_t correlation, std::uint64_t at, std::
   c.launches_work = true;
   b.api_calls.push_back(c);
   KernelActivity k;
-  k.name = "k" + std::to_string(correlation);
+  k.name = fmt::format("k{}", correlation);
   k.correlation = correlation;
   k.start_ns = at + 1000;
   k.end_ns = at + 2000;

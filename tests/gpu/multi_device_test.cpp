@@ -119,7 +119,9 @@ TEST(MultiDevice, DevicesAllPutsEachCaseOnAGpuWithATrackPerGpu) {
   std::set<int> used;
   for (const auto& [label, device] : v.device_of) used.insert(device);
   EXPECT_EQ(static_cast<int>(used.size()), std::min(gpus, 8)) << "every GPU gets a share";
-  if (gpus > 1) EXPECT_NE(text_of(dir / "log.txt").find("one worker process each"), std::string::npos);
+  if (gpus > 1) {
+    EXPECT_NE(text_of(dir / "log.txt").find("one worker process each"), std::string::npos);
+  }
 }
 
 TEST(MultiDevice, IsolatedWorkersMergeBackToTheInProcessRun) {
