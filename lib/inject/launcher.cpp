@@ -1,7 +1,6 @@
 #include "inject/launcher.hpp"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 
 #include "core/errors.hpp"
 #include "core/scoped_signal_handlers.hpp"
+#include "core/spawn.hpp"
 #include "summary/merged_summary.hpp"
 #include "summary/summary.hpp"
 
@@ -124,31 +124,11 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
   launch.inject_library = std::filesystem::absolute(launch.inject_library);
   remove_stale_outputs(launch.out_dir);
 
-  std::vector<std::string> env = child_environment(launch, launch.progress);
-  std::vector<char*> envp;
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = launch.command;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  // The command starts with default SIGINT/SIGTERM handling and nothing blocked, whatever ours are.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults, none;
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-
+  const std::vector<std::string> env = child_environment(launch, launch.progress);
   ProfileOutcome outcome;
   SignalForwarding forwarding;  // installed before the spawn, so no signal falls between
   pid_t child = 0;
-  const int spawn_error = posix_spawnp(&child, argv[0], nullptr, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
+  const int spawn_error = spawn_with_default_signals(launch.command, &env, child);
   if (spawn_error != 0) {
     say(launch.progress, fmt::format("cannot run '{}': {}", launch.command.front(), std::strerror(spawn_error)));
     outcome.exit_code = spawn_error == ENOENT ? 127 : 126;

@@ -1,7 +1,6 @@
 #include "runner/device_workers.hpp"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,9 +15,8 @@
 
 #include "core/errors.hpp"
 #include "core/scoped_signal_handlers.hpp"
+#include "core/spawn.hpp"
 #include "trace/trace_merge.hpp"
-
-extern char** environ;
 
 namespace attnprof {
 namespace {
@@ -52,23 +50,8 @@ void say(std::FILE* progress, const std::string& text) {
 }
 
 pid_t spawn_worker(const std::vector<std::string>& command, std::string& error) {
-  std::vector<std::string> args = command;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // Workers start with default SIGINT/SIGTERM handling and nothing blocked, whatever ours are.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults, none;
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int status = command.empty() ? EINVAL : posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
+  const int status = spawn_with_default_signals(command, nullptr, pid);  // our environment
   if (status != 0) {
     error = std::strerror(status);
     return 0;

@@ -1,0 +1,44 @@
+#include "core/spawn.hpp"
+
+#include <signal.h>
+#include <spawn.h>
+
+#include <cerrno>
+
+extern char** environ;
+
+namespace attnprof {
+namespace {
+
+std::vector<char*> pointers_to(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (std::string& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+}  // namespace
+
+int spawn_with_default_signals(const std::vector<std::string>& command, const std::vector<std::string>* environment,
+                               pid_t& pid) {
+  if (command.empty()) return EINVAL;
+  std::vector<std::string> args = command;
+  std::vector<char*> argv = pointers_to(args);
+  std::vector<std::string> env = environment != nullptr ? *environment : std::vector<std::string>();
+  std::vector<char*> envp = pointers_to(env);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults, none;
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  const int status =
+      posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), environment != nullptr ? envp.data() : environ);
+  posix_spawnattr_destroy(&attr);
+  return status;
+}
+
+}  // namespace attnprof
