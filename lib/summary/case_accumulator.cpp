@@ -65,30 +65,28 @@ void CaseAccumulator::add(const trace::KernelActivity& k) {
   add_launch_api(kernel_apis_, k.launch_api);
 }
 
+template <typename Transfer>
+void CaseAccumulator::add_transfer(const Transfer& t, const std::string& op_name, std::uint64_t& count,
+                                   std::uint64_t& bytes, std::vector<std::string>& apis) {
+  extend_span(t.tag, t.start_ns, t.end_ns);
+  OpTotals& op = ops_[op_name];
+  op.count += 1;
+  op.bytes += t.bytes;
+  op.launch_api = t.launch_api;
+  count += 1;
+  bytes += t.bytes;
+  busy_ns_ += duration_ns(t);
+  add_launch_api(apis, t.launch_api);
+}
+
 void CaseAccumulator::add(const trace::MemcpyActivity& m) {
   if (!in_timed_iteration(m.tag)) return;
-  extend_span(m.tag, m.start_ns, m.end_ns);
-  OpTotals& op = ops_[std::string("memcpy ") + to_string(m.kind)];
-  op.count += 1;
-  op.bytes += m.bytes;
-  op.launch_api = m.launch_api;
-  memcpy_count_ += 1;
-  memcpy_bytes_ += m.bytes;
-  busy_ns_ += duration_ns(m);
-  add_launch_api(memcpy_apis_, m.launch_api);
+  add_transfer(m, std::string("memcpy ") + to_string(m.kind), memcpy_count_, memcpy_bytes_, memcpy_apis_);
 }
 
 void CaseAccumulator::add(const trace::MemsetActivity& m) {
   if (!in_timed_iteration(m.tag)) return;
-  extend_span(m.tag, m.start_ns, m.end_ns);
-  OpTotals& op = ops_["memset"];
-  op.count += 1;
-  op.bytes += m.bytes;
-  op.launch_api = m.launch_api;
-  memset_count_ += 1;
-  memset_bytes_ += m.bytes;
-  busy_ns_ += duration_ns(m);
-  add_launch_api(memset_apis_, m.launch_api);
+  add_transfer(m, "memset", memset_count_, memset_bytes_, memset_apis_);
 }
 
 void CaseAccumulator::add(const trace::ActivityBatch& batch) {

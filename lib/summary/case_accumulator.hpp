@@ -50,6 +50,10 @@ class CaseAccumulator {
   };
 
   void extend_span(const trace::SweepTag& tag, std::uint64_t start_ns, std::uint64_t end_ns);
+  // A memcpy or memset of a timed iteration: into its op's totals and its kind's.
+  template <typename Transfer>
+  void add_transfer(const Transfer& t, const std::string& op, std::uint64_t& count, std::uint64_t& bytes,
+                    std::vector<std::string>& apis);
 
   // Durations and bytes are summed as integers, so the result does not depend on the order the
   // records arrive in (a batch's vectors, or a trace's interleaving).
