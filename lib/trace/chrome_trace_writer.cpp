@@ -165,17 +165,27 @@ ChromeTraceWriter::~ChromeTraceWriter() {
   }
 }
 
-void ChromeTraceWriter::add_case(CaseName name) { cases_.push_back(std::move(name)); }
+void ChromeTraceWriter::add_case(CaseName name) { set_case(cases_.size(), std::move(name)); }
 
 void ChromeTraceWriter::set_case(std::size_t index, CaseName name) {
-  if (cases_.size() <= index) cases_.resize(index + 1);
+  if (cases_.size() <= index) {
+    cases_.resize(index + 1);
+    case_args_.resize(index + 1);
+  }
+  // Escaped once here, copied into every event of the case.
+  fmt::memory_buffer args;
+  put(args, ",\"backend\":");
+  append_json_string(args, name.backend);
+  put(args, ",\"case\":");
+  append_json_string(args, name.label);
+  case_args_[index] = fmt::to_string(args);
   cases_[index] = std::move(name);
 }
 
 void ChromeTraceWriter::set_source(TraceSource source) { source_ = std::move(source); }
 
 void ChromeTraceWriter::begin_event() {
-  put(buffer_, events_ == 0 ? std::string_view("\n    ") : std::string_view(",\n    "));
+  put(buffer_, events_ == 0 ? std::string_view("\n") : std::string_view(",\n"));
   ++events_;
 }
 
@@ -192,9 +202,9 @@ void ChromeTraceWriter::write_metadata_event(std::string_view what, std::uint32_
                                              std::string_view value_json) {
   begin_event();
   auto out = std::back_inserter(buffer_);
-  fmt::format_to(out, "{{\"ph\": \"M\", \"name\": \"{}\", \"pid\": {}", what, pid);
-  if (tid) fmt::format_to(out, ", \"tid\": {}", *tid);
-  fmt::format_to(out, ", \"args\": {{\"{}\": {}}}}}", key, value_json);
+  fmt::format_to(out, "{{\"ph\":\"M\",\"name\":\"{}\",\"pid\":{}", what, pid);
+  if (tid) fmt::format_to(out, ",\"tid\":{}", *tid);
+  fmt::format_to(out, ",\"args\":{{\"{}\":{}}}}}", key, value_json);
 }
 
 void ChromeTraceWriter::ensure_host_track(std::uint32_t thread) {
@@ -235,142 +245,150 @@ void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t str
 }
 
 void ChromeTraceWriter::append_ts(std::uint64_t ns) {
-  put(buffer_, ", \"ts\": ");
+  put(buffer_, ",\"ts\":");
   append_relative_us(buffer_, ns, header_.base_time_ns);
 }
 
 void ChromeTraceWriter::append_dur(std::uint64_t start_ns, std::uint64_t end_ns) {
-  put(buffer_, ", \"dur\": ");
+  put(buffer_, ",\"dur\":");
   put_us(buffer_, end_ns > start_ns ? end_ns - start_ns : 0);
 }
 
 void ChromeTraceWriter::write_case_args(const SweepTag& tag) {
   if (tag.case_index < 0) return;
-  if (static_cast<std::size_t>(tag.case_index) < cases_.size()) {
-    const CaseName& c = cases_[static_cast<std::size_t>(tag.case_index)];
-    put(buffer_, ", \"backend\": ");
-    append_json_string(buffer_, c.backend);
-    put(buffer_, ", \"case\": ");
-    append_json_string(buffer_, c.label);
-  }
-  put(buffer_, ", \"case index\": ");
+  if (static_cast<std::size_t>(tag.case_index) < case_args_.size())
+    put(buffer_, case_args_[static_cast<std::size_t>(tag.case_index)]);
+  put(buffer_, ",\"case index\":");
   put_int(buffer_, tag.case_index);
-  put(buffer_, ", \"phase\": \"");
+  put(buffer_, ",\"phase\":\"");
   put(buffer_, to_string(tag.phase));
   put(buffer_, "\"");
   if (tag.iteration >= 0) {
-    put(buffer_, ", \"iteration\": ");
+    put(buffer_, ",\"iteration\":");
     put_int(buffer_, tag.iteration);
   }
 }
 
 void ChromeTraceWriter::write_flow_start(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t thread) {
   begin_event();
-  put(buffer_, "{\"ph\": \"s\", \"id\": ");
+  put(buffer_, "{\"ph\":\"s\",\"id\":");
   put_int(buffer_, id);
-  put(buffer_, ", \"pid\": ");
+  put(buffer_, ",\"pid\":");
   put_int(buffer_, source_.host_process);
-  put(buffer_, ", \"tid\": ");
+  put(buffer_, ",\"tid\":");
   put_int(buffer_, thread);
   append_ts(ts_ns);
-  put(buffer_, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
+  put(buffer_, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
 }
 
 void ChromeTraceWriter::write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device,
                                        std::uint32_t stream) {
   begin_event();
-  put(buffer_, "{\"ph\": \"f\", \"id\": ");
+  put(buffer_, "{\"ph\":\"f\",\"id\":");
   put_int(buffer_, id);
-  put(buffer_, ", \"pid\": ");
+  put(buffer_, ",\"pid\":");
   put_int(buffer_, gpu_pid(device));
-  put(buffer_, ", \"tid\": ");
+  put(buffer_, ",\"tid\":");
   put_int(buffer_, stream);
   append_ts(ts_ns);
-  put(buffer_, ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}");
+  put(buffer_, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
 }
 
 void ChromeTraceWriter::write_track(std::uint32_t pid, std::uint32_t tid) {
-  put(buffer_, ", \"pid\": ");
+  put(buffer_, ",\"pid\":");
   put_int(buffer_, pid);
-  put(buffer_, ", \"tid\": ");
+  put(buffer_, ",\"tid\":");
   put_int(buffer_, tid);
 }
 
 void ChromeTraceWriter::write_gpu_ids(std::uint32_t device, std::uint32_t context, std::uint32_t stream,
                                       std::uint32_t correlation) {
-  put(buffer_, ", \"args\": {\"device\": ");
+  put(buffer_, ",\"args\":{\"device\":");
   put_int(buffer_, device);
-  put(buffer_, ", \"context\": ");
+  put(buffer_, ",\"context\":");
   put_int(buffer_, context);
-  put(buffer_, ", \"stream\": ");
+  put(buffer_, ",\"stream\":");
   put_int(buffer_, stream);
-  put(buffer_, ", \"correlation\": ");
+  put(buffer_, ",\"correlation\":");
   put_int(buffer_, correlation);
 }
 
 void ChromeTraceWriter::write_launch_api(const std::string& api) {
   if (api.empty()) return;
-  put(buffer_, ", \"launch api\": ");
+  put(buffer_, ",\"launch api\":");
   append_json_string(buffer_, api);
 }
 
-void ChromeTraceWriter::write(const KernelActivity& k) {
-  ensure_gpu_track(k.device, k.stream);
-  begin_event();
-  put(buffer_, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": ");
-  append_json_string(buffer_, k.name);
-  write_track(gpu_pid(k.device), k.stream);
-  append_ts(k.start_ns);
-  append_dur(k.start_ns, k.end_ns);
+KernelShape KernelShape::of(const KernelActivity& k) {
+  return {k.device, k.grid, k.block, k.cluster, k.registers_per_thread, k.static_shared_bytes,
+          k.dynamic_shared_bytes, k.local_bytes_per_thread, k.shared_memory_executed, k.occupancy};
+}
 
-  if (!kernel_device_ || kernel_device_->id != k.device) {
-    KernelDevice d{k.device, 0, 0};
-    for (const DeviceProperties& p : header_.devices)
-      if (static_cast<std::uint32_t>(p.id) == k.device) {
-        d.sm_count = p.sm_count;
-        d.max_threads_per_sm = p.max_threads_per_sm;
-      }
-    kernel_device_ = d;
+std::size_t KernelShape::slot(std::size_t slots) const {
+  std::size_t h = device;
+  for (int v : {grid[0], grid[1], grid[2], block[0], block[1], block[2], registers, static_shared, dynamic_shared})
+    h = h * 0x9e3779b97f4a7c15ull + static_cast<std::size_t>(v);
+  return (h ^ (h >> 29)) % slots;
+}
+
+void ChromeTraceWriter::write_kernel_shape_args(const KernelActivity& k) {
+  KernelShape shape = KernelShape::of(k);
+  FormattedShape& cached = kernel_shapes_[shape.slot(kernel_shapes_.size())];
+  if (cached.json.empty() || !(cached.shape == shape)) {
+    const std::size_t start = buffer_.size();
+    format_kernel_shape_args(k);
+    cached.shape = std::move(shape);
+    cached.json.assign(buffer_.data() + start, buffer_.size() - start);
+    return;
   }
-  const int sm_count = kernel_device_->sm_count, max_threads_per_sm = kernel_device_->max_threads_per_sm;
+  put(buffer_, cached.json);
+}
+
+// registers ... occupancy: what the launch configuration fixes, the same for every launch of it.
+void ChromeTraceWriter::format_kernel_shape_args(const KernelActivity& k) {
+  int sm_count = 0, max_threads_per_sm = 0;
+  for (const DeviceProperties& p : header_.devices)
+    if (static_cast<std::uint32_t>(p.id) == k.device) {
+      sm_count = p.sm_count;
+      max_threads_per_sm = p.max_threads_per_sm;
+    }
   const double grid_blocks = static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2];
   const int block_threads = k.block[0] * k.block[1] * k.block[2];
   const double blocks_per_sm = sm_count > 0 ? grid_blocks / sm_count : 0;
   const double warps_per_sm = blocks_per_sm * ((block_threads + 31) / 32);
-  write_gpu_ids(k.device, k.context, k.stream, k.correlation);
-  put(buffer_, ", \"registers per thread\": ");
+  put(buffer_, ",\"registers per thread\":");
   put_int(buffer_, k.registers_per_thread);
-  put(buffer_, ", \"shared memory\": ");
+  put(buffer_, ",\"shared memory\":");
   put_int(buffer_, k.static_shared_bytes + k.dynamic_shared_bytes);
-  put(buffer_, ", \"static shared memory\": ");
+  put(buffer_, ",\"static shared memory\":");
   put_int(buffer_, k.static_shared_bytes);
-  put(buffer_, ", \"dynamic shared memory\": ");
+  put(buffer_, ",\"dynamic shared memory\":");
   put_int(buffer_, k.dynamic_shared_bytes);
-  put(buffer_, ", \"local memory per thread\": ");
+  put(buffer_, ",\"local memory per thread\":");
   put_int(buffer_, k.local_bytes_per_thread);
-  put(buffer_, ", \"blocks per SM\": ");
+  put(buffer_, ",\"blocks per SM\":");
   put_general(buffer_, blocks_per_sm, 6);
-  put(buffer_, ", \"warps per SM\": ");
+  put(buffer_, ",\"warps per SM\":");
   put_general(buffer_, warps_per_sm, 6);
   auto put_dims = [&](const std::array<int, 3>& d) {
     put(buffer_, "[");
     put_int(buffer_, d[0]);
-    put(buffer_, ", ");
+    put(buffer_, ",");
     put_int(buffer_, d[1]);
-    put(buffer_, ", ");
+    put(buffer_, ",");
     put_int(buffer_, d[2]);
     put(buffer_, "]");
   };
-  put(buffer_, ", \"grid\": ");
+  put(buffer_, ",\"grid\":");
   put_dims(k.grid);
-  put(buffer_, ", \"block\": ");
+  put(buffer_, ",\"block\":");
   put_dims(k.block);
   if (k.cluster[0] > 0) {
-    put(buffer_, ", \"cluster\": ");
+    put(buffer_, ",\"cluster\":");
     put_dims(k.cluster);
   }
   if (k.shared_memory_executed > 0) {
-    put(buffer_, ", \"shared memory config\": ");
+    put(buffer_, ",\"shared memory config\":");
     put_int(buffer_, k.shared_memory_executed);
   }
   if (k.occupancy.valid) {
@@ -378,38 +396,51 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
     const double resident_blocks = std::min<double>(k.occupancy.active_blocks_per_sm, blocks_per_sm);
     const double kineto_estimate =
         max_threads_per_sm > 0 ? std::round(100.0 * resident_blocks * block_threads / max_threads_per_sm) : 0;
-    put(buffer_, ", \"est. achieved occupancy %\": ");
+    put(buffer_, ",\"est. achieved occupancy %\":");
     put_fixed(buffer_, kineto_estimate, 0);
-    put(buffer_, ", \"theoretical occupancy %\": ");
+    put(buffer_, ",\"theoretical occupancy %\":");
     put_fixed(buffer_, k.occupancy.theoretical_percent, 2);
-    put(buffer_, ", \"occupancy limiter\": ");
+    put(buffer_, ",\"occupancy limiter\":");
     append_json_string(buffer_, k.occupancy.limiter);
-    put(buffer_, ", \"occupancy\": {\"activeBlocksPerMultiprocessor\": ");
+    put(buffer_, ",\"occupancy\":{\"activeBlocksPerMultiprocessor\":");
     put_int(buffer_, k.occupancy.active_blocks_per_sm);
-    put(buffer_, ", \"blockLimitRegs\": ");
+    put(buffer_, ",\"blockLimitRegs\":");
     put_int(buffer_, k.occupancy.block_limit_registers);
-    put(buffer_, ", \"blockLimitSharedMem\": ");
+    put(buffer_, ",\"blockLimitSharedMem\":");
     put_int(buffer_, k.occupancy.block_limit_shared_memory);
-    put(buffer_, ", \"blockLimitWarps\": ");
+    put(buffer_, ",\"blockLimitWarps\":");
     put_int(buffer_, k.occupancy.block_limit_warps);
-    put(buffer_, ", \"blockLimitBlocks\": ");
+    put(buffer_, ",\"blockLimitBlocks\":");
     put_int(buffer_, k.occupancy.block_limit_blocks);
     put(buffer_, "}");
   }
+}
+
+void ChromeTraceWriter::write(const KernelActivity& k) {
+  ensure_gpu_track(k.device, k.stream);
+  begin_event();
+  put(buffer_, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":");
+  append_json_string(buffer_, k.name);
+  write_track(gpu_pid(k.device), k.stream);
+  append_ts(k.start_ns);
+  append_dur(k.start_ns, k.end_ns);
+
+  write_gpu_ids(k.device, k.context, k.stream, k.correlation);
+  write_kernel_shape_args(k);
   if (k.achieved_occupancy_percent) {
-    put(buffer_, ", \"achieved occupancy %\": ");
+    put(buffer_, ",\"achieved occupancy %\":");
     put_fixed(buffer_, *k.achieved_occupancy_percent, 2);
   }
   if (k.dram_throughput_percent) {
-    put(buffer_, ", \"dram throughput %\": ");
+    put(buffer_, ",\"dram throughput %\":");
     put_fixed(buffer_, *k.dram_throughput_percent, 2);
   }
   if (k.dram_bytes_per_second) {
-    put(buffer_, ", \"dram bandwidth (GB/s)\": ");
+    put(buffer_, ",\"dram bandwidth (GB/s)\":");
     put_fixed(buffer_, *k.dram_bytes_per_second / 1e9, 3);
   }
   if (k.tensor_pipe_percent) {
-    put(buffer_, ", \"tensor pipe active %\": ");
+    put(buffer_, ",\"tensor pipe active %\":");
     put_fixed(buffer_, *k.tensor_pipe_percent, 2);
   }
   write_launch_api(k.launch_api);
@@ -423,7 +454,7 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
   ensure_gpu_track(m.device, m.stream);
   begin_event();
   // The name, "Memcpy DtoD (Device -> Device)", escaped piece by piece: no string is built.
-  put(buffer_, "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy ");
+  put(buffer_, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy ");
   put(buffer_, to_string(m.kind));
   put(buffer_, " (");
   append_json_text(buffer_, m.src_memory);
@@ -435,11 +466,11 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
   append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
   write_gpu_ids(m.device, m.context, m.stream, m.correlation);
-  put(buffer_, ", \"bytes\": ");
+  put(buffer_, ",\"bytes\":");
   put_int(buffer_, m.bytes);
-  put(buffer_, ", \"memory bandwidth (GB/s)\": ");
+  put(buffer_, ",\"memory bandwidth (GB/s)\":");
   put_fixed(buffer_, ns > 0 ? m.bytes / ns : 0.0, 3);
-  put(buffer_, ", \"copy kind\": \"");
+  put(buffer_, ",\"copy kind\":\"");
   put(buffer_, to_string(m.kind));
   put(buffer_, "\"");
   write_launch_api(m.launch_api);
@@ -452,7 +483,7 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
 void ChromeTraceWriter::write(const MemsetActivity& m) {
   ensure_gpu_track(m.device, m.stream);
   begin_event();
-  put(buffer_, "{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset (");
+  put(buffer_, "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (");
   append_json_text(buffer_, m.memory);
   put(buffer_, ")\"");
   write_track(gpu_pid(m.device), m.stream);
@@ -460,11 +491,11 @@ void ChromeTraceWriter::write(const MemsetActivity& m) {
   append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
   write_gpu_ids(m.device, m.context, m.stream, m.correlation);
-  put(buffer_, ", \"bytes\": ");
+  put(buffer_, ",\"bytes\":");
   put_int(buffer_, m.bytes);
-  put(buffer_, ", \"value\": ");
+  put(buffer_, ",\"value\":");
   put_int(buffer_, m.value);
-  put(buffer_, ", \"memory bandwidth (GB/s)\": ");
+  put(buffer_, ",\"memory bandwidth (GB/s)\":");
   put_fixed(buffer_, ns > 0 ? m.bytes / ns : 0.0, 3);
   write_launch_api(m.launch_api);
   write_case_args(m.tag);
@@ -476,18 +507,18 @@ void ChromeTraceWriter::write(const MemsetActivity& m) {
 void ChromeTraceWriter::write(const ApiCall& call) {
   ensure_host_track(call.thread);
   begin_event();
-  put(buffer_, call.domain == ApiDomain::runtime ? std::string_view("{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ")
-                                                 : std::string_view("{\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": "));
+  put(buffer_, call.domain == ApiDomain::runtime ? std::string_view("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":")
+                                                 : std::string_view("{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":"));
   append_json_string(buffer_, call.name);
   write_track(source_.host_process, call.thread);
   append_ts(call.start_ns);
   append_dur(call.start_ns, call.end_ns);
-  put(buffer_, ", \"args\": {\"cbid\": ");
+  put(buffer_, ",\"args\":{\"cbid\":");
   put_int(buffer_, call.cbid);
-  put(buffer_, ", \"correlation\": ");
+  put(buffer_, ",\"correlation\":");
   put_int(buffer_, call.correlation);
   if (call.return_value != 0) {
-    put(buffer_, ", \"return value\": ");
+    put(buffer_, ",\"return value\":");
     put_int(buffer_, call.return_value);
   }
   write_case_args(call.tag);
@@ -505,13 +536,13 @@ void ChromeTraceWriter::write(const Annotation& a) {
     ensure_host_track(a.thread);
   }
   begin_event();
-  put(buffer_, a.on_gpu ? std::string_view("{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ")
-                        : std::string_view("{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": "));
+  put(buffer_, a.on_gpu ? std::string_view("{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":")
+                        : std::string_view("{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"));
   append_json_string(buffer_, a.name);
   write_track(pid, a.thread);
   append_ts(a.start_ns);
   append_dur(a.start_ns, a.end_ns);
-  put(buffer_, ", \"args\": {\"nvtx\": true");
+  put(buffer_, ",\"args\":{\"nvtx\":true");
   write_case_args(a.tag);
   put(buffer_, "}}");
   flush_if_large();
@@ -520,12 +551,12 @@ void ChromeTraceWriter::write(const Annotation& a) {
 void ChromeTraceWriter::write(const OverheadActivity& o) {
   ensure_host_track(o.thread);
   begin_event();
-  put(buffer_, "{\"ph\": \"X\", \"cat\": \"overhead\", \"name\": ");
+  put(buffer_, "{\"ph\":\"X\",\"cat\":\"overhead\",\"name\":");
   append_json_string(buffer_, o.kind);
   write_track(source_.host_process, o.thread);
   append_ts(o.start_ns);
   append_dur(o.start_ns, o.end_ns);
-  put(buffer_, ", \"args\": {\"source\": \"CUPTI\"}}");
+  put(buffer_, ",\"args\":{\"source\":\"CUPTI\"}}");
   flush_if_large();
 }
 

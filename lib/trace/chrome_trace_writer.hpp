@@ -1,9 +1,11 @@
 // Streams the event model to a Chrome-trace JSON file in the schema PyTorch's profiler
 // (Kineto) writes, so Perfetto, chrome://tracing and HTA read it unchanged. Memory stays flat:
-// each event is formatted into a small buffer and written out; nothing is kept per event
-// except the set of tracks already named.
+// each event is formatted into a small buffer and written out; nothing is kept per event, only
+// the tracks already named and, per case and per kernel launch configuration, their args as
+// already formatted. Events are written one per line without spaces (the header is indented).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -61,6 +63,18 @@ struct CaseName {
   std::string backend;
 };
 
+// What a kernel's launch configuration fixes: every arg from "registers per thread" to "occupancy".
+struct KernelShape {
+  std::uint32_t device = 0;
+  std::array<int, 3> grid{}, block{}, cluster{};
+  int registers = 0, static_shared = 0, dynamic_shared = 0, local = 0, shared_executed = 0;
+  Occupancy occupancy;
+
+  static KernelShape of(const KernelActivity& kernel);
+  std::size_t slot(std::size_t slots) const;  // a hash of the configuration, below `slots`
+  bool operator==(const KernelShape&) const = default;
+};
+
 class ChromeTraceWriter {
  public:
   // Writes to `<path>.tmp`; finish() renames it over `path`, so no reader sees half a trace.
@@ -110,6 +124,8 @@ class ChromeTraceWriter {
   void write_track(std::uint32_t pid, std::uint32_t tid);  // ", "pid": .., "tid": .."
   void write_gpu_ids(std::uint32_t device, std::uint32_t context, std::uint32_t stream, std::uint32_t correlation);
   void write_launch_api(const std::string& api);
+  void write_kernel_shape_args(const KernelActivity& kernel);
+  void format_kernel_shape_args(const KernelActivity& kernel);
   void append_ts(std::uint64_t ns);
   void append_dur(std::uint64_t start_ns, std::uint64_t end_ns);
 
@@ -119,6 +135,7 @@ class ChromeTraceWriter {
   fmt::memory_buffer buffer_;
   TraceHeader header_;
   std::vector<CaseName> cases_;
+  std::vector<std::string> case_args_;  // per case: ,"backend":..,"case":.. as written into events
   TraceSource source_;
   std::set<std::uint32_t> host_processes_;                         // named host pids
   std::set<std::pair<std::uint32_t, std::uint32_t>> host_threads_;  // (pid, thread)
@@ -126,12 +143,14 @@ class ChromeTraceWriter {
   std::set<std::uint32_t> gpu_processes_;                          // named GPU pids
   // The last track written to (pid, thread or stream): already named, no set look-up needed.
   std::optional<std::pair<std::uint32_t, std::uint32_t>> last_host_track_, last_gpu_track_;
-  struct KernelDevice {
-    std::uint32_t id = 0;
-    int sm_count = 0;
-    int max_threads_per_sm = 0;
+  // The args a kernel's launch configuration fixes, formatted once per configuration and copied
+  // after that: a sweep launches the same few kernels thousands of times. Direct-mapped by a hash
+  // of the configuration; a collision just formats again.
+  struct FormattedShape {
+    KernelShape shape;
+    std::string json;
   };
-  std::optional<KernelDevice> kernel_device_;  // the last kernel's device, for its per-SM args
+  std::array<FormattedShape, 64> kernel_shapes_;
   std::uint64_t events_ = 0;
   std::uint64_t flushed_bytes_ = 0;
   bool finished_ = false;

@@ -117,7 +117,7 @@ class JsonPullParser {
   int peek_after_refill();
   bool refill();
   void skip_whitespace() {
-    // The writers' separators (", " and ",\n    ") are short: the common case stays inline.
+    // Separators are short (our events have none inside, Kineto writes ", "): the common case stays inline.
     while (pos_ < end_) {
       const char c = data_[pos_];
       if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;

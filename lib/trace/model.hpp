@@ -34,6 +34,7 @@ struct Occupancy {
   int block_limit_shared_memory = 0;
   int block_limit_warps = 0;
   int block_limit_blocks = 0;
+  bool operator==(const Occupancy&) const = default;
 };
 
 struct KernelActivity {

@@ -1,8 +1,10 @@
 // The streaming Chrome-trace writer: structure (Kineto schema), escaping of C++ kernel names,
 // ac2g flows, timestamps, atomic rename, and a golden file for the exact text.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -194,6 +196,70 @@ TEST(ChromeTraceWriter, KernelArgsCarryResourcesOccupancyAndCase) {
     EXPECT_EQ(a.at("phase"), "iter");
     EXPECT_EQ(a.at("iteration"), 2);
   }
+}
+
+// The args a launch configuration fixes are formatted once per configuration and reused: every
+// kernel of a long, shuffled stream (more configurations than cache slots, and pairs that differ
+// in one field only) must carry exactly the args it gets when written alone.
+TEST(ChromeTraceWriter, ReusedKernelArgsAreTheKernelsOwn) {
+  std::vector<KernelActivity> shapes;
+  for (int i = 0; i < 150; ++i) {
+    KernelActivity k = test_batch().kernels.front();
+    k.grid = {1 + i % 37, 1 + i % 3, 1};
+    k.block = {32 * (1 + i % 8), 1, 1};
+    k.registers_per_thread = 32 + i % 5;
+    k.dynamic_shared_bytes = 1024 * (i % 4);
+    k.device = static_cast<std::uint32_t>(i % 2);
+    // Pairs with the same launch configuration but for one field, which must not share args.
+    if (i % 10 == 9) {
+      k = shapes[static_cast<std::size_t>(i - 1)];
+      k.occupancy.limiter = "warps";
+    }
+    if (i % 10 == 4) {
+      k = shapes[static_cast<std::size_t>(i - 1)];
+      k.local_bytes_per_thread = 16;
+    }
+    shapes.push_back(k);
+  }
+  TraceHeader header = test_header();
+  header.devices.push_back(sm90_reference_properties());
+  header.devices.back().id = 1;
+  header.devices.back().sm_count = 66;
+  auto args_alone = [&](const KernelActivity& k) {
+    const auto path = temp_trace("alone.json");
+    {
+      ChromeTraceWriter writer(path, header);
+      writer.write(k);
+      writer.finish({});
+    }
+    const nlohmann::json trace = nlohmann::json::parse(read_file(path));
+    for (const nlohmann::json& e : trace.at("traceEvents"))
+      if (e.at("ph") == "X") return e.at("args");
+    return nlohmann::json();
+  };
+  std::vector<nlohmann::json> expected;
+  for (const KernelActivity& k : shapes) expected.push_back(args_alone(k));
+
+  std::mt19937 random(12345);
+  std::vector<std::size_t> order;
+  for (int round = 0; round < 20; ++round)
+    for (std::size_t i = 0; i < shapes.size(); ++i) order.push_back(i);
+  std::shuffle(order.begin(), order.end(), random);
+  const auto path = temp_trace("reused.json");
+  {
+    ChromeTraceWriter writer(path, header);
+    for (std::size_t i : order) writer.write(shapes[i]);
+    writer.finish({});
+  }
+  std::size_t n = 0;
+  const nlohmann::json trace = nlohmann::json::parse(read_file(path));
+  for (const nlohmann::json& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    ASSERT_LT(n, order.size());
+    EXPECT_EQ(e.at("args"), expected[order[n]]) << "kernel " << n << " (configuration " << order[n] << ")";
+    ++n;
+  }
+  EXPECT_EQ(n, order.size());
 }
 
 TEST(ChromeTraceWriter, FlowsJoinEveryLaunchToItsGpuWork) {
