@@ -148,10 +148,12 @@ ActivityCollector::ActivityCollector(std::vector<DeviceProperties> devices, Coll
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
-    CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
-    if (options_.skip_runtime_queries) disable_runtime_queries();  // after the kind, which would override it
+    if (options_.record_runtime) {
+      CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+      if (options_.skip_runtime_queries) disable_runtime_queries();  // after the kind, which would override it
+    }
     if (options_.driver_api == DriverApiRecords::all) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
-    else enable_work_launching_driver_apis();
+    else if (options_.driver_api == DriverApiRecords::launches) enable_work_launching_driver_apis();
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
     if (options_.record_nvtx) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
     if (options_.record_overhead) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD));

@@ -25,13 +25,16 @@ CollectorOptions collector_options_from_environment(CollectorOptions base) {
     const std::string_view text(driver);
     if (text == "all") base.driver_api = DriverApiRecords::all;
     else if (text == "launches") base.driver_api = DriverApiRecords::launches;
-    else throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_DRIVER={}: expected all or launches", text));
+    else if (text == "none") base.driver_api = DriverApiRecords::none;
+    else throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_DRIVER={}: expected all, launches or none", text));
   }
   if (const char* runtime = std::getenv("ATTNPROF_CUPTI_RUNTIME"); runtime != nullptr && *runtime != '\0') {
     const std::string_view text(runtime);
+    base.record_runtime = text != "none";
     if (text == "all") base.skip_runtime_queries = false;
     else if (text == "no-queries") base.skip_runtime_queries = true;
-    else throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_RUNTIME={}: expected all or no-queries", text));
+    else if (text != "none")
+      throw std::invalid_argument(fmt::format("ATTNPROF_CUPTI_RUNTIME={}: expected all, no-queries or none", text));
   }
   base.record_overhead = flag_from_environment("ATTNPROF_CUPTI_OVERHEAD", base.record_overhead);
   if (std::getenv("ATTNPROF_CUPTI_PER_THREAD") != nullptr)

@@ -10,8 +10,9 @@ namespace attnprof {
 // Which CUDA driver API calls become records. The runtime makes driver calls of its own for each
 // runtime call; recording only the driver calls that launch work (kernels, copies, fills, graph
 // launches) keeps every launch a library makes through the driver (cuBLAS, cuDNN) and its flow,
-// at a lower cost per launch.
-enum class DriverApiRecords { all, launches };
+// at a lower cost per launch. `none` records no driver calls: kernels a library launches through
+// the driver then have no launch API and no flow (for measuring what the records cost).
+enum class DriverApiRecords { all, launches, none };
 
 struct CollectorOptions {
   std::size_t buffer_bytes = 8u << 20;  // host activity buffer handed to CUPTI per request
@@ -25,12 +26,15 @@ struct CollectorOptions {
   // cudaGetDevice, cudaSetDevice, cudaGetLastError, cudaPeekAtLastError, cudaEventCreate(WithFlags),
   // cudaEventDestroy (torch.profiler drops the same ones, cudaPeekAtLastError aside, from its traces).
   bool skip_runtime_queries = false;
+  // No runtime API records at all: kernels keep their GPU times but lose their launch API, flow
+  // and host time (for measuring what the records cost).
+  bool record_runtime = true;
 };
 
 // `base` with the ATTNPROF_CUPTI_* environment variables applied, for measuring the collector's
-// cost in a profiled program: ATTNPROF_CUPTI_DRIVER=all|launches, ATTNPROF_CUPTI_OVERHEAD=0|1,
+// cost in a profiled program: ATTNPROF_CUPTI_DRIVER=all|launches|none, ATTNPROF_CUPTI_OVERHEAD=0|1,
 // ATTNPROF_CUPTI_PER_THREAD=0|1, ATTNPROF_CUPTI_ZEROED=0|1, ATTNPROF_CUPTI_BUFFER_BYTES=N,
-// ATTNPROF_CUPTI_RUNTIME=all|no-queries.
+// ATTNPROF_CUPTI_RUNTIME=all|no-queries|none.
 // Throws std::invalid_argument naming a variable with a value it cannot use.
 CollectorOptions collector_options_from_environment(CollectorOptions base);
 

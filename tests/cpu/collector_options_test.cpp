@@ -63,6 +63,13 @@ TEST_F(CollectorOptionsFromEnvironment, EveryVariableIsApplied) {
   const CollectorOptions p = collector_options_from_environment(CollectorOptions{});
   EXPECT_EQ(p.driver_api, DriverApiRecords::launches);
   EXPECT_TRUE(p.skip_runtime_queries);
+  EXPECT_TRUE(p.record_runtime);
+
+  setenv("ATTNPROF_CUPTI_DRIVER", "none", 1);
+  setenv("ATTNPROF_CUPTI_RUNTIME", "none", 1);
+  const CollectorOptions q = collector_options_from_environment(CollectorOptions{});
+  EXPECT_EQ(q.driver_api, DriverApiRecords::none);
+  EXPECT_FALSE(q.record_runtime);
 }
 
 TEST_F(CollectorOptionsFromEnvironment, AValueItCannotUseNamesTheVariable) {
