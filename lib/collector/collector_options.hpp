@@ -26,8 +26,10 @@ struct CollectorOptions {
   // cudaGetDevice, cudaSetDevice, cudaGetLastError, cudaPeekAtLastError, cudaEventCreate(WithFlags),
   // cudaEventDestroy (torch.profiler drops the same ones, cudaPeekAtLastError aside, from its traces).
   bool skip_runtime_queries = false;
-  // No runtime API records at all: kernels keep their GPU times but lose their launch API, flow
-  // and host time (for measuring what the records cost).
+  // No runtime API records. CUPTI then records the driver call inside each runtime launch instead
+  // (with DriverApiRecords::launches), so kernels keep a launch API and a flow, but runtime calls
+  // that launch nothing (synchronizations, allocations) are gone; cheaper per launch
+  // (docs/perf/NOTES.md, "profile overhead").
   bool record_runtime = true;
 };
 

@@ -121,7 +121,7 @@ class ChromeTraceWriter {
   void write_case_args(const SweepTag& tag);
   void write_flow_start(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t thread);
   void write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device, std::uint32_t stream);
-  void write_track(std::uint32_t pid, std::uint32_t tid);  // ", "pid": .., "tid": .."
+  void write_track(std::uint32_t pid, std::uint32_t tid);  // ,"pid":..,"tid":.."
   void write_gpu_ids(std::uint32_t device, std::uint32_t context, std::uint32_t stream, std::uint32_t correlation);
   void write_launch_api(const std::string& api);
   void write_kernel_shape_args(const KernelActivity& kernel);
