@@ -199,42 +199,58 @@ void ActivityCollector::pop_tag() {
 
 void ActivityCollector::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   *max_records = 0;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (options_.max_buffers > 0 && buffers_in_flight_ >= options_.max_buffers) {
-    // Declining makes CUPTI drop records; it counts them and drain() reports the count.
-    ++health_.buffers_declined;
-    *buffer = nullptr;
-    *size = 0;
-    return;
+  *buffer = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    if (options_.max_buffers > 0 && buffers_in_flight_ >= options_.max_buffers) {
+      // Declining makes CUPTI drop records; it counts them and drain() reports the count.
+      ++buffers_declined_;
+      *size = 0;
+      return;
+    }
+    if (!ready_buffers_.empty()) {
+      // Zeroed on CUPTI's worker thread when it came back, not here in the launching thread.
+      *buffer = ready_buffers_.back();
+      ready_buffers_.pop_back();
+    }
+    ++buffers_in_flight_;  // taken back below if no buffer can be had
   }
-  if (!ready_buffers_.empty()) {
-    // Zeroed on CUPTI's worker thread when it came back, not here in the launching thread.
-    *buffer = ready_buffers_.back();
-    ready_buffers_.pop_back();
-  } else {
+  if (*buffer == nullptr) {
     *buffer = static_cast<std::uint8_t*>(::operator new(options_.buffer_bytes, std::align_val_t(kAlign), std::nothrow));
     if (*buffer != nullptr && options_.zeroed_buffers) std::memset(*buffer, 0, options_.buffer_bytes);
   }
   *size = *buffer != nullptr ? options_.buffer_bytes : 0;
-  if (*buffer != nullptr) ++buffers_in_flight_;
-  else ++health_.buffers_declined;
+  if (*buffer == nullptr) {
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    --buffers_in_flight_;
+    ++buffers_declined_;
+  }
 }
 
 bool ActivityCollector::on_buffer_completed(std::uint8_t* buffer, std::size_t valid_size) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (buffers_in_flight_ > 0) --buffers_in_flight_;
-  ++health_.buffers_completed;
-  CUpti_Activity* record = nullptr;
-  while (valid_size > 0) {
-    const CUptiResult status = cuptiActivityGetNextRecord(buffer, valid_size, &record);
-    if (status != CUPTI_SUCCESS) break;  // CUPTI_ERROR_MAX_LIMIT_REACHED: end of buffer
-    ++health_.records;
-    parse_record(record);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CUpti_Activity* record = nullptr;
+    while (valid_size > 0) {
+      const CUptiResult status = cuptiActivityGetNextRecord(buffer, valid_size, &record);
+      if (status != CUPTI_SUCCESS) break;  // CUPTI_ERROR_MAX_LIMIT_REACHED: end of buffer
+      ++health_.records;
+      parse_record(record);
+    }
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) health_.dropped_records += dropped;
   }
-  size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) health_.dropped_records += dropped;
-  if (!options_.zeroed_buffers || ready_buffers_.size() >= kReadyBuffers) return false;
-  std::memset(buffer, 0, options_.buffer_bytes);
+  bool room = false;
+  {
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    if (buffers_in_flight_ > 0) --buffers_in_flight_;
+    ++buffers_completed_;
+    room = options_.zeroed_buffers && ready_buffers_.size() < kReadyBuffers;
+  }
+  if (!room) return false;
+  std::memset(buffer, 0, options_.buffer_bytes);  // unlocked: a request need not wait for it
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  if (ready_buffers_.size() >= kReadyBuffers) return false;  // another completion filled the pool meanwhile
   ready_buffers_.push_back(buffer);
   return true;
 }
@@ -437,8 +453,15 @@ trace::ActivityBatch ActivityCollector::drain() {
 }
 
 CollectorHealth ActivityCollector::health() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return health_;
+  CollectorHealth h;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    h = health_;
+  }
+  std::lock_guard<std::mutex> lock(buffers_mutex_);
+  h.buffers_declined = buffers_declined_;
+  h.buffers_completed = buffers_completed_;
+  return h;
 }
 
 }  // namespace attnprof

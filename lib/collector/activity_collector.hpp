@@ -77,10 +77,17 @@ class ActivityCollector {
   std::unordered_map<std::uint32_t, MarkerStart> open_markers_;    // marker id -> start
   std::unordered_map<const char*, std::string> demangled_;
   std::map<std::pair<bool, std::uint32_t>, std::string> api_names_;
-  CollectorHealth health_;
+  CollectorHealth health_;  // its buffer counts live under buffers_mutex_ below
+
+  // The buffer pool has a lock of its own: a request comes from the launching thread when its
+  // buffer is full, and must not wait while CUPTI's thread parses another buffer under mutex_.
+  mutable std::mutex buffers_mutex_;
   std::size_t buffers_in_flight_ = 0;
+  std::uint64_t buffers_declined_ = 0;
+  std::uint64_t buffers_completed_ = 0;
   static constexpr std::size_t kReadyBuffers = 4;
   std::vector<std::uint8_t*> ready_buffers_;  // zeroed and waiting for a request (zeroed_buffers only)
+
 };
 
 }  // namespace attnprof

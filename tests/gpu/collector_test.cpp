@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -85,6 +87,40 @@ TEST(Collector, CountsDroppedRecordsWhenBuffersRunOut) {
               static_cast<unsigned long long>(health.buffers_declined));
   EXPECT_LT(batch.kernels.size(), static_cast<std::size_t>(kLaunches));
   EXPECT_GT(health.dropped_records + health.buffers_declined, 0u);
+}
+
+// Many small buffers completing while the launches go on (requests from the launching thread,
+// completions parsed on CUPTI's thread, buffers zeroed and handed back for reuse): no record may
+// be lost, repeated or joined to the wrong launch.
+TEST(Collector, EveryRecordArrivesThroughManySmallReusedBuffers) {
+  CollectorOptions options;
+  options.buffer_bytes = 64 * 1024;  // ~250 kernel records: dozens of completions mid-loop
+  options.zeroed_buffers = true;
+  ActivityCollector collector({query_device_properties(0)}, options);
+  CudaStream stream;
+  DeviceBuffer a(4096);
+  collector.drain();
+  constexpr int kLaunches = 20000;
+  collector.push_tag({3, trace::Phase::iteration, 1});
+  for (int i = 0; i < kLaunches; ++i) kernels::fill_float(a.as<float>(), 1.f, 1024, stream.get());
+  collector.pop_tag();
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const trace::ActivityBatch batch = collector.drain();
+  const CollectorHealth health = collector.health();
+  std::printf("  %zu kernels through %llu completed buffers\n", batch.kernels.size(), static_cast<unsigned long long>(health.buffers_completed));
+  EXPECT_EQ(health.dropped_records, 0u);
+  EXPECT_EQ(health.buffers_declined, 0u);
+  EXPECT_GT(health.buffers_completed, 20u);
+  ASSERT_EQ(batch.kernels.size(), static_cast<std::size_t>(kLaunches));
+  std::vector<std::uint32_t> correlations;
+  for (const trace::KernelActivity& k : batch.kernels) {
+    EXPECT_EQ(k.launch_api.rfind("cudaLaunchKernel", 0), 0u) << k.launch_api;
+    EXPECT_EQ(k.tag.case_index, 3);
+    correlations.push_back(k.correlation);
+  }
+  std::sort(correlations.begin(), correlations.end());
+  EXPECT_EQ(std::adjacent_find(correlations.begin(), correlations.end()), correlations.end()) << "a record twice";
 }
 
 }  // namespace
