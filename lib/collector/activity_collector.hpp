@@ -87,7 +87,6 @@ class ActivityCollector {
   std::uint64_t buffers_completed_ = 0;
   static constexpr std::size_t kReadyBuffers = 4;
   std::vector<std::uint8_t*> ready_buffers_;  // zeroed and waiting for a request (zeroed_buffers only)
-
 };
 
 }  // namespace attnprof
