@@ -319,12 +319,12 @@ void ChromeTraceWriter::write_launch_api(const std::string& api) {
   append_json_string(buffer_, api);
 }
 
-KernelShape KernelShape::of(const KernelActivity& k) {
+ChromeTraceWriter::KernelShape ChromeTraceWriter::KernelShape::of(const KernelActivity& k) {
   return {k.device, k.grid, k.block, k.cluster, k.registers_per_thread, k.static_shared_bytes,
           k.dynamic_shared_bytes, k.local_bytes_per_thread, k.shared_memory_executed, k.occupancy};
 }
 
-std::size_t KernelShape::slot(std::size_t slots) const {
+std::size_t ChromeTraceWriter::KernelShape::slot(std::size_t slots) const {
   std::size_t h = device;
   for (int v : {grid[0], grid[1], grid[2], block[0], block[1], block[2], registers, static_shared, dynamic_shared})
     h = h * 0x9e3779b97f4a7c15ull + static_cast<std::size_t>(v);

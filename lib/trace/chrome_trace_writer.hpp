@@ -63,18 +63,6 @@ struct CaseName {
   std::string backend;
 };
 
-// What a kernel's launch configuration fixes: every arg from "registers per thread" to "occupancy".
-struct KernelShape {
-  std::uint32_t device = 0;
-  std::array<int, 3> grid{}, block{}, cluster{};
-  int registers = 0, static_shared = 0, dynamic_shared = 0, local = 0, shared_executed = 0;
-  Occupancy occupancy;
-
-  static KernelShape of(const KernelActivity& kernel);
-  std::size_t slot(std::size_t slots) const;  // a hash of the configuration, below `slots`
-  bool operator==(const KernelShape&) const = default;
-};
-
 class ChromeTraceWriter {
  public:
   // Writes to `<path>.tmp`; finish() renames it over `path`, so no reader sees half a trace.
@@ -111,6 +99,18 @@ class ChromeTraceWriter {
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  // What a kernel's launch configuration fixes: every arg from "registers per thread" to "occupancy".
+  struct KernelShape {
+    std::uint32_t device = 0;
+    std::array<int, 3> grid{}, block{}, cluster{};
+    int registers = 0, static_shared = 0, dynamic_shared = 0, local = 0, shared_executed = 0;
+    Occupancy occupancy;
+
+    static KernelShape of(const KernelActivity& kernel);
+    std::size_t slot(std::size_t slots) const;  // a hash of the configuration, below `slots`
+    bool operator==(const KernelShape&) const = default;
+  };
+
   void begin_event();
   void flush_if_large();
   void ensure_host_track(std::uint32_t thread);
