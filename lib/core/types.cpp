@@ -1,5 +1,6 @@
 #include "core/types.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -26,6 +27,16 @@ int dtype_bytes(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
 
 float AttentionProblem::softmax_scale() const {
   return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(shape.head_dim));
+}
+
+KeyRange visible_keys(const AttentionProblem& p, int row, int seq_q, int seq_kv) {
+  const long diagonal = row + (p.alignment == MaskAlignment::bottom_right ? static_cast<long>(seq_kv) - seq_q : 0L);
+  long first = 0, last = static_cast<long>(seq_kv) - 1;
+  if (p.causal) last = std::min(last, diagonal);
+  if (p.window.right >= 0) last = std::min(last, diagonal + p.window.right);
+  if (p.window.left >= 0) first = std::max(first, diagonal - p.window.left);
+  if (last < first) return KeyRange{0, -1};
+  return KeyRange{static_cast<int>(first), static_cast<int>(last)};
 }
 
 double attention_flops(const AttentionProblem& problem) {
@@ -56,7 +67,7 @@ std::int64_t element_count_q(const AttentionShape& s) {
 }
 
 std::int64_t element_count_kv(const AttentionShape& s) {
-  return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_kv * s.head_dim;
+  return static_cast<std::int64_t>(s.batch) * s.kv_heads() * s.seq_kv * s.head_dim;
 }
 
 }  // namespace attnprof

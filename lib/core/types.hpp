@@ -14,36 +14,73 @@ std::string_view to_string(DType dtype);
 std::optional<DType> parse_dtype(std::string_view text);
 int dtype_bytes(DType dtype);
 
-// Layout is [batch, heads, seq, head_dim], contiguous, for q/k/v/o (PyTorch SDPA's default layout).
+// Layout is [batch, heads, seq, head_dim], contiguous, for q/o, and [batch, heads_kv, seq_kv,
+// head_dim] for k/v (PyTorch SDPA's default layout). Query head h reads K/V head
+// h / (heads / heads_kv): grouped-query attention, multi-query when heads_kv is 1.
 struct AttentionShape {
   int batch = 1;
   int heads = 1;
   int seq_q = 1;
   int seq_kv = 1;
   int head_dim = 64;
+  int heads_kv = 0;  // 0: as many K/V heads as query heads
+
+  int kv_heads() const { return heads_kv > 0 ? heads_kv : heads; }
+  int group_size() const { return heads / kv_heads(); }  // query heads per K/V head
 };
 
 inline bool operator==(const AttentionShape& a, const AttentionShape& b) {
   return a.batch == b.batch && a.heads == b.heads && a.seq_q == b.seq_q && a.seq_kv == b.seq_kv &&
-         a.head_dim == b.head_dim;
+         a.head_dim == b.head_dim && a.kv_heads() == b.kv_heads();
 }
 
-// One problem a backend is asked to solve. Causal masking is top-left aligned, as in
-// PyTorch's SDPA: query row i sees keys 0..i (so no row is ever fully masked).
+// Where the diagonal of the causal mask and of a window lies. top_left (PyTorch's is_causal):
+// query row i's diagonal is key i. bottom_right (PyTorch's causal_lower_right, FlashAttention's
+// convention): key i + seq_kv - seq_q, so the last query row sees every key (decode, chunked
+// prefill). The two agree when seq_q == seq_kv.
+enum class MaskAlignment { top_left, bottom_right };
+
+// A sliding window around the diagonal, in keys: row i sees keys [diag - left, diag + right];
+// -1 leaves that side unbounded (FlashAttention's window_size).
+struct AttentionWindow {
+  int left = -1;
+  int right = -1;
+  bool bounded() const { return left >= 0 || right >= 0; }
+};
+
+inline bool operator==(const AttentionWindow& a, const AttentionWindow& b) {
+  return a.left == b.left && a.right == b.right;
+}
+
+// One problem a backend is asked to solve.
 struct AttentionProblem {
   AttentionShape shape;
   DType dtype = DType::bf16;
-  bool causal = false;
+  bool causal = false;  // row i sees no key past its diagonal
+  MaskAlignment alignment = MaskAlignment::top_left;  // of the causal diagonal and the window
+  AttentionWindow window;
   bool has_bias = false;  // additive [seq_q, seq_kv] fp32 bias, broadcast over batch and heads
   float scale = 0.f;      // softmax scale; 0 means 1/sqrt(head_dim)
 
   float softmax_scale() const;
+  bool has_grouped_heads() const { return shape.kv_heads() != shape.heads; }
+  bool is_bottom_right() const { return alignment == MaskAlignment::bottom_right; }
 };
 
 inline bool operator==(const AttentionProblem& a, const AttentionProblem& b) {
-  return a.shape == b.shape && a.dtype == b.dtype && a.causal == b.causal && a.has_bias == b.has_bias &&
-         a.scale == b.scale;
+  return a.shape == b.shape && a.dtype == b.dtype && a.causal == b.causal && a.alignment == b.alignment &&
+         a.window == b.window && a.has_bias == b.has_bias && a.scale == b.scale;
 }
+
+// The keys one query row sees: [first, last], empty when last < first (a bottom-right mask
+// with seq_q > seq_kv, or a window that misses every key). seq_q and seq_kv are the row's
+// sequence's own lengths.
+struct KeyRange {
+  int first = 0;
+  int last = -1;
+  int count() const { return last >= first ? last - first + 1 : 0; }
+};
+KeyRange visible_keys(const AttentionProblem& problem, int row, int seq_q, int seq_kv);
 
 // FLOPs of the forward pass as PyTorch, FlashAttention and our reference figures count them:
 // 4*B*H*Sq*Skv*D, halved when causal.
