@@ -21,7 +21,7 @@
 #include "inject/launcher.hpp"
 #include "runner/device_workers.hpp"
 #include "runner/runner.hpp"
-#include "runner/sharding.hpp"
+#include "sweep/plan.hpp"
 #include "summary/merged_summary.hpp"
 #include "summary/render.hpp"
 #include "summary/trace_report.hpp"

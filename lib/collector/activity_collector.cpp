@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "collector/cupti_check.hpp"
-#include "collector/occupancy.hpp"
+#include "core/occupancy.hpp"
 
 namespace attnprof {
 

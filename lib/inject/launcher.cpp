@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "core/scoped_signal_handlers.hpp"
-#include "core/spawn.hpp"
+#include "process/scoped_signal_handlers.hpp"
+#include "process/spawn.hpp"
 #include "summary/merged_summary.hpp"
 #include "summary/summary.hpp"
 

@@ -14,8 +14,8 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.hpp"
-#include "core/scoped_signal_handlers.hpp"
-#include "core/spawn.hpp"
+#include "process/scoped_signal_handlers.hpp"
+#include "process/spawn.hpp"
 #include "trace/trace_merge.hpp"
 
 namespace attnprof {

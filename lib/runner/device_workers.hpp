@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/sharding.hpp"
+#include "sweep/plan.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {

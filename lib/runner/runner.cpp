@@ -13,10 +13,10 @@
 
 #include "backends/backend.hpp"
 #include "backends/cudnn_info.hpp"
-#include "check/expectations.hpp"
-#include "collector/kernel_metrics.hpp"
+#include "summary/surprises.hpp"
+#include "metrics/kernel_metrics.hpp"
 #include "collector/nvtx_range.hpp"
-#include "collector/range_profiler.hpp"
+#include "metrics/range_profiler.hpp"
 #include "core/errors.hpp"
 #include "core/utc_time.hpp"
 #include "core/version.hpp"

@@ -12,7 +12,7 @@
 
 #include "collector/activity_collector.hpp"
 #include "config/config.hpp"
-#include "runner/sharding.hpp"
+#include "sweep/plan.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {

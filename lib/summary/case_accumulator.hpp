@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "collector/occupancy.hpp"
+#include "core/occupancy.hpp"
 #include "core/device_properties.hpp"
 #include "summary/summary.hpp"
 #include "trace/model.hpp"

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "check/expectations.hpp"
+#include "summary/surprises.hpp"
 #include "config/config.hpp"
 #include "core/version.hpp"
 #include "summary/case_accumulator.hpp"

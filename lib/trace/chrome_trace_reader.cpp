@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "collector/occupancy.hpp"
+#include "core/occupancy.hpp"
 #include "core/json_numbers.hpp"
 
 namespace attnprof::trace {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "check/expectations.hpp"
+#include "summary/surprises.hpp"
 #include "config/config.hpp"
 #include "core/device_properties.hpp"
 #include "summary/case_accumulator.hpp"

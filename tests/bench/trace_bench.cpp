@@ -13,7 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/synthetic_run.hpp"
-#include "collector/occupancy.hpp"
+#include "core/occupancy.hpp"
 #include "summary/trace_report.hpp"
 #include "trace/chrome_trace_reader.hpp"
 #include "trace/chrome_trace_writer.hpp"

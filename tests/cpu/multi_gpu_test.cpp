@@ -16,7 +16,7 @@
 
 #include "core/errors.hpp"
 #include "runner/device_workers.hpp"
-#include "runner/sharding.hpp"
+#include "sweep/plan.hpp"
 #include "summary/findings.hpp"
 #include "summary/kernel_category.hpp"
 #include "summary/merged_summary.hpp"

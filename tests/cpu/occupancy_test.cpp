@@ -1,7 +1,7 @@
 // Theoretical occupancy from cuda_occupancy.h, one case per limiter, with H200 (sm_90) properties.
 #include <gtest/gtest.h>
 
-#include "collector/occupancy.hpp"
+#include "core/occupancy.hpp"
 
 namespace attnprof {
 namespace {

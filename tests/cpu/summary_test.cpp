@@ -2,7 +2,7 @@
 // surprises; JSON round trip; rendering.
 #include <gtest/gtest.h>
 
-#include "check/expectations.hpp"
+#include "summary/surprises.hpp"
 #include "summary/findings.hpp"
 #include "summary/render.hpp"
 #include "summary/summary.hpp"

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "check/expectations.hpp"
-#include "collector/occupancy.hpp"
+#include "summary/surprises.hpp"
+#include "core/occupancy.hpp"
 #include "config/config.hpp"
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"

@@ -3,8 +3,8 @@
 // in the one GPU session of the day.
 #include <gtest/gtest.h>
 
-#include "collector/kernel_metrics.hpp"
-#include "collector/range_profiler.hpp"
+#include "metrics/kernel_metrics.hpp"
+#include "metrics/range_profiler.hpp"
 
 namespace attnprof {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/spawn.hpp"
+#include "process/spawn.hpp"
 
 #include <signal.h>
 #include <spawn.h>

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "collector/kernel_metrics.hpp"
+#include "metrics/kernel_metrics.hpp"
 #include "collector/sweep_tags.hpp"
 #include "core/errors.hpp"
 #include "summary/render.hpp"

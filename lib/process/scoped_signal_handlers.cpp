@@ -1,4 +1,4 @@
-#include "core/scoped_signal_handlers.hpp"
+#include "process/scoped_signal_handlers.hpp"
 
 namespace attnprof {
 

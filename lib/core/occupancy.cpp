@@ -1,4 +1,4 @@
-#include "collector/occupancy.hpp"
+#include "core/occupancy.hpp"
 
 #include <cuda_occupancy.h>
 

@@ -1,4 +1,4 @@
-#include "collector/kernel_metrics.hpp"
+#include "metrics/kernel_metrics.hpp"
 
 #include <algorithm>
 #include <charconv>

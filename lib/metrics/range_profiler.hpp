@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/kernel_metrics.hpp"
+#include "metrics/kernel_metrics.hpp"
 
 namespace attnprof {
 

@@ -1,4 +1,4 @@
-#include "collector/range_profiler.hpp"
+#include "metrics/range_profiler.hpp"
 
 #include <cuda.h>  // CUcontext, CUresult: types only; the driver is reached through the runtime
 #include <cuda_runtime_api.h>

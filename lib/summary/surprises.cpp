@@ -1,4 +1,4 @@
-#include "check/expectations.hpp"
+#include "summary/surprises.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runner/sharding.hpp"
+#include "sweep/plan.hpp"
 
 #include <algorithm>
 #include <cctype>
