@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 
 #include "collector/cupti_check.hpp"
-#include "core/occupancy.hpp"
 
 namespace attnprof {
 
@@ -121,8 +120,7 @@ void disable_runtime_queries() {
 
 }  // namespace
 
-ActivityCollector::ActivityCollector(std::vector<DeviceProperties> devices, CollectorOptions options)
-    : devices_(std::move(devices)), options_(options) {
+ActivityCollector::ActivityCollector(CollectorOptions options) : options_(options) {
   if (g_active != nullptr) throw std::logic_error("only one ActivityCollector may be active");
   if (options_.buffer_bytes < 1024) options_.buffer_bytes = 1024;
   if (options_.zeroed_buffers)
@@ -305,25 +303,7 @@ void ActivityCollector::parse_record(const void* raw) {
       k.local_bytes_per_thread = static_cast<int>(r->localMemoryPerThread);
       k.shared_optin = r->shmemLimitConfig == CUPTI_FUNC_SHMEM_LIMIT_OPTIN;
       k.shared_memory_executed = static_cast<int>(r->sharedMemoryExecuted);
-      for (const DeviceProperties& d : devices_) {
-        if (static_cast<std::uint32_t>(d.id) != r->deviceId) continue;
-        KernelResources res;
-        res.block_threads = r->blockX * r->blockY * r->blockZ;
-        res.registers_per_thread = r->registersPerThread;
-        res.static_shared_bytes = r->staticSharedMemory;
-        res.dynamic_shared_bytes = r->dynamicSharedMemory;
-        res.shared_optin = k.shared_optin;
-        res.carveout_percent = r->isSharedMemoryCarveoutRequested ? r->sharedMemoryCarveoutRequested : -1;
-        const OccupancyEstimate e = theoretical_occupancy(d, res);
-        k.occupancy.valid = e.valid;
-        k.occupancy.active_blocks_per_sm = e.active_blocks_per_sm;
-        k.occupancy.theoretical_percent = e.theoretical_percent;
-        k.occupancy.limiter = e.valid ? e.limiter : e.error;
-        k.occupancy.block_limit_registers = e.block_limit_registers;
-        k.occupancy.block_limit_shared_memory = e.block_limit_shared_memory;
-        k.occupancy.block_limit_warps = e.block_limit_warps;
-        k.occupancy.block_limit_blocks = e.block_limit_blocks;
-      }
+      k.carveout_percent = r->isSharedMemoryCarveoutRequested ? r->sharedMemoryCarveoutRequested : -1;
       pending_.kernels.push_back(std::move(k));
       return;
     }

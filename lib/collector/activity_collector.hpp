@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "collector/collector_options.hpp"
-#include "core/device_properties.hpp"
 #include "collector/sweep_tags.hpp"
 #include "trace/model.hpp"
 
@@ -34,7 +33,7 @@ class ActivityCollector {
  public:
   // Subscribes to CUPTI and enables the activity kinds. Only one collector may exist at a time
   // (CUPTI allows one subscriber per process). Call before the first CUDA call when possible.
-  ActivityCollector(std::vector<DeviceProperties> devices, CollectorOptions options = {});
+  explicit ActivityCollector(CollectorOptions options = {});
   ~ActivityCollector();
   ActivityCollector(const ActivityCollector&) = delete;
   ActivityCollector& operator=(const ActivityCollector&) = delete;
@@ -51,7 +50,6 @@ class ActivityCollector {
   trace::ActivityBatch drain();
 
   CollectorHealth health() const;
-  const std::vector<DeviceProperties>& devices() const { return devices_; }
   static std::string cupti_version_text();
 
   // Called from CUPTI's buffer callbacks.
@@ -69,7 +67,6 @@ class ActivityCollector {
   const std::string& demangled(const char* mangled);
   const std::string& api_name(bool driver, std::uint32_t cbid);
 
-  std::vector<DeviceProperties> devices_;
   CollectorOptions options_;
   mutable std::mutex mutex_;
   trace::ActivityBatch pending_;

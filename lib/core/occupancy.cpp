@@ -36,8 +36,8 @@ const char* occ_error_text(cudaOccError status) {
 
 }  // namespace
 
-OccupancyEstimate theoretical_occupancy(const DeviceProperties& device, const KernelResources& kernel) {
-  OccupancyEstimate out;
+Occupancy theoretical_occupancy(const DeviceProperties& device, const KernelResources& kernel) {
+  Occupancy out;
   const cudaOccDeviceProp prop = to_occ(device);
 
   cudaOccFuncAttributes attr;
@@ -90,7 +90,7 @@ OccupancyEstimate theoretical_occupancy(const DeviceProperties& device, const Ke
   return out;
 }
 
-std::string explain_occupancy(const KernelResources& kernel, const OccupancyEstimate& e) {
+std::string explain_occupancy(const KernelResources& kernel, const Occupancy& e) {
   if (!e.valid) return "occupancy unknown: " + e.error;
   std::string cause;
   if (e.limiter.find("registers") != std::string::npos)

@@ -31,7 +31,7 @@
 #include "collector/activity_collector.hpp"
 #include "inject/driver_devices.hpp"
 #include "summary/program_summary.hpp"
-#include "trace/chrome_trace_reader.hpp"
+#include "trace/annotate.hpp"
 
 namespace attnprof {
 namespace {
@@ -121,12 +121,7 @@ void flush_outputs(const char* why) {
         notes.push_back(fmt::format("device {}: {}", ordinal, e.what()));
       }
     }
-    for (trace::KernelActivity& k : batch.kernels) {
-      for (const DeviceProperties& d : devices) {
-        // shared_optin came from the record (shmemLimitConfig); carveout requests are not kept.
-        if (static_cast<std::uint32_t>(d.id) == k.device) trace::fill_theoretical_occupancy(k, d);
-      }
-    }
+    trace::annotate_occupancy(batch, devices);
 
     const CollectorHealth h = s->collector->health();
     CaptureHealth capture;
@@ -243,7 +238,7 @@ void start_session() {
     profile_defaults.record_overhead = false;
     // PyTorch's 200-call SDPA loop: 36,879 runtime records -> 4,159, 5.4-5.9 ms -> 4.3-4.4 ms.
     profile_defaults.skip_runtime_queries = true;
-    s->collector = new ActivityCollector({}, collector_options_from_environment(profile_defaults));
+    s->collector = new ActivityCollector(collector_options_from_environment(profile_defaults));
   } catch (const std::exception& e) {
     log(fmt::format("pid {}: CUPTI could not be set up, this process is not recorded: {}", s->pid, e.what()));
     delete s;

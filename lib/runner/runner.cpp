@@ -24,6 +24,7 @@
 #include "gpu/device_info.hpp"
 #include "runner/device_case.hpp"
 #include "summary/findings.hpp"
+#include "trace/annotate.hpp"
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/projection.hpp"
 
@@ -332,6 +333,7 @@ CaseSummary record_case(SweepState& state, CaseOutcome run, int index) {
   try {
     if (!state.lost_context) cudaDeviceSynchronize();
     batch = state.collector.drain();
+    trace::annotate_occupancy(batch, {state.device});
     tag_annotations(batch, index);
     attach_metrics(state, batch, run, index);
     std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
@@ -350,7 +352,7 @@ CaseSummary record_case(SweepState& state, CaseOutcome run, int index) {
   }
   state.dropped_so_far = dropped;
 
-  CaseSummary cs = summarize_case(run.measured, batch, state.device);
+  CaseSummary cs = summarize_case(run.measured, batch);
   cs.device = state.options.device;
   cs.status = run.status;
   cs.reason = run.reason;
@@ -424,7 +426,7 @@ RunOutcome run_sweep(const RunOptions& o) {
   CUDA_CHECK(cudaSetDevice(o.device));
   const DeviceProperties device = query_device_properties(o.device);
   const SoftwareVersions versions = query_software_versions();
-  ActivityCollector collector({device}, o.collector);
+  ActivityCollector collector(o.collector);
 
   RunOutcome outcome;
   RunSummary& summary = outcome.summary;

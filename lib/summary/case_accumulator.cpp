@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trace/annotate.hpp"
+
 namespace attnprof {
 namespace {
 
@@ -44,17 +46,13 @@ void CaseAccumulator::add(const trace::KernelActivity& k) {
     s.occupancy_valid = k.occupancy.valid;
     s.active_blocks_per_sm = k.occupancy.active_blocks_per_sm;
     s.theoretical_occupancy_percent = k.occupancy.theoretical_percent;
-    s.occupancy_limiter = k.occupancy.limiter;
+    s.occupancy_limiter = k.occupancy.valid ? k.occupancy.limiter : k.occupancy.error;
+    s.occupancy_explanation = explain_occupancy(trace::resources_of(k), k.occupancy);
     s.achieved_occupancy_percent = k.achieved_occupancy_percent;
     s.dram_throughput_percent = k.dram_throughput_percent;
     s.dram_bytes_per_second = k.dram_bytes_per_second;
     s.tensor_pipe_percent = k.tensor_pipe_percent;
     s.launch_api = k.launch_api;
-    t.resources.block_threads = k.block[0] * k.block[1] * k.block[2];
-    t.resources.registers_per_thread = k.registers_per_thread;
-    t.resources.static_shared_bytes = k.static_shared_bytes;
-    t.resources.dynamic_shared_bytes = k.dynamic_shared_bytes;
-    t.resources.shared_optin = k.shared_optin;
   }
   KernelTotals& t = kernels_[it->second];
   const std::uint64_t ns = duration_ns(k);
@@ -102,7 +100,7 @@ std::vector<double> CaseAccumulator::span_us() const {
   return out;
 }
 
-CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m, const DeviceProperties& device) const {
+CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m) const {
   CaseSummary c;
   c.label = m.label;
   c.backend = m.backend;
@@ -124,7 +122,6 @@ CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m, const DevicePr
   const double iters = m.iterations > 0 ? m.iterations : 1;
   for (const KernelTotals& t : kernels_) {
     KernelSummary s = t.first;
-    s.occupancy_explanation = explain_occupancy(t.resources, theoretical_occupancy(device, t.resources));
     s.per_iter = static_cast<double>(t.launches) / iters;
     s.gpu_us_per_iter = us(t.ns) / iters;
     c.kernels.push_back(std::move(s));

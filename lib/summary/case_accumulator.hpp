@@ -10,8 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/occupancy.hpp"
-#include "core/device_properties.hpp"
 #include "summary/summary.hpp"
 #include "trace/model.hpp"
 
@@ -33,13 +31,13 @@ class CaseAccumulator {
   std::vector<double> span_us() const;
 
   // The case's summary: counts and bytes per iteration are totals over `measured.iterations`
-  // (1 when unknown). Findings and surprises are the caller's.
-  CaseSummary summarize(const CaseMeasurements& measured, const DeviceProperties& device) const;
+  // (1 when unknown). Kernels carry their occupancy already (trace/annotate.hpp). Findings and
+  // surprises are the caller's.
+  CaseSummary summarize(const CaseMeasurements& measured) const;
 
  private:
   struct KernelTotals {
-    KernelSummary first;        // attributes of the first launch of this name
-    KernelResources resources;  // for the occupancy explanation, against the device at the end
+    KernelSummary first;  // attributes of the first launch of this name
     std::uint64_t launches = 0;
     std::uint64_t ns = 0;
   };

@@ -27,7 +27,7 @@ AttentionProblem unknown_problem() {
 }
 
 std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
-                                                 const trace::ActivityBatch& tagged, const DeviceProperties& device) {
+                                                 const trace::ActivityBatch& tagged) {
   std::vector<CaseAccumulator> per_case(cases.size());
   auto take = [&](const auto& records) {
     for (const auto& r : records) {
@@ -38,12 +38,11 @@ std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::Annota
   take(tagged.kernels);
   take(tagged.memcpys);
   take(tagged.memsets);
-  return summarize_program_cases(cases, per_case, device);
+  return summarize_program_cases(cases, per_case);
 }
 
 std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
-                                                 const std::vector<CaseAccumulator>& per_case,
-                                                 const DeviceProperties& device) {
+                                                 const std::vector<CaseAccumulator>& per_case) {
   std::vector<CaseSummary> out;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     CaseMeasurements m;
@@ -52,7 +51,7 @@ std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::Annota
     m.iterations = cases[i].occurrences;
     // Occurrences without GPU work have no span; they still count as iterations.
     if (i < per_case.size()) m.iteration_us = per_case[i].span_us();
-    CaseSummary c = i < per_case.size() ? per_case[i].summarize(m, device) : CaseAccumulator().summarize(m, device);
+    CaseSummary c = i < per_case.size() ? per_case[i].summarize(m) : CaseAccumulator().summarize(m);
     add_findings(c);
     out.push_back(std::move(c));
   }
@@ -86,7 +85,7 @@ RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<Devi
   s.driver_version = info.driver_version;
   s.cupti_version = info.cupti_version;
   s.capture = capture;
-  s.cases = summarize_program_cases(assignment.cases, batch, device);
+  s.cases = summarize_program_cases(assignment.cases, batch);
   return s;
 }
 

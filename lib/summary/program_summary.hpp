@@ -24,11 +24,10 @@ AttentionProblem unknown_problem();
 // Per-case summaries (with findings) of the GPU records of `tagged` whose tags index `cases`
 // (phase `iteration`, iteration = occurrence). Records of other phases or no case are ignored.
 std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
-                                                 const trace::ActivityBatch& tagged, const DeviceProperties& device);
+                                                 const trace::ActivityBatch& tagged);
 // The same from accumulators already fed, one per case (`attnprof report` streams into them).
 std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::AnnotationCase>& cases,
-                                                 const std::vector<CaseAccumulator>& per_case,
-                                                 const DeviceProperties& device);
+                                                 const std::vector<CaseAccumulator>& per_case);
 
 // What the injection knows about the process it ran in.
 struct ProgramInfo {

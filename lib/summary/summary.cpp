@@ -47,10 +47,10 @@ double percentile(std::vector<double> values, double p) {
   return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
 }
 
-CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch& a, const DeviceProperties& device) {
+CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch& a) {
   CaseAccumulator accumulator;
   accumulator.add(a);
-  return accumulator.summarize(m, device);
+  return accumulator.summarize(m);
 }
 
 // ---- JSON ----

@@ -147,9 +147,9 @@ struct CaseMeasurements {
 };
 
 // Builds a case's summary from its measurements and the activities the collector tagged with
-// its case index (GPU records with phase `iteration` are the ones counted per iteration).
-CaseSummary summarize_case(const CaseMeasurements& measured, const trace::ActivityBatch& activities,
-                           const DeviceProperties& device);
+// its case index (GPU records with phase `iteration` are the ones counted per iteration); the
+// kernels carry their occupancy (trace/annotate.hpp).
+CaseSummary summarize_case(const CaseMeasurements& measured, const trace::ActivityBatch& activities);
 
 // Median and 90th percentile (nearest rank) of a sample; 0 for an empty one.
 double median(std::vector<double> values);

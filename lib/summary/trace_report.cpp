@@ -16,6 +16,7 @@
 #include "summary/case_accumulator.hpp"
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"
+#include "trace/annotate.hpp"
 #include "trace/annotation_cases.hpp"
 #include "trace/chrome_trace_reader.hpp"
 
@@ -49,17 +50,16 @@ class PendingGpuRecords {
 
   void add(const trace::KernelActivity& k) {
     // Everything the summary reads of a kernel but its times: launches that agree share a shape.
+    // Occupancy follows from the device and the resources, so it needs no place in the key.
     start_key(Kind::kernel);
-    const trace::Occupancy& o = k.occupancy;
     auto out = std::back_inserter(key_);
-    fmt::format_to(out, "{}\n{}\n{}\n", k.name, k.launch_api, o.limiter);
-    for (int v : {k.registers_per_thread, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
-                  k.static_shared_bytes, k.dynamic_shared_bytes, k.local_bytes_per_thread, int{k.shared_optin},
-                  int{o.valid}, o.active_blocks_per_sm, o.block_limit_registers, o.block_limit_shared_memory,
-                  o.block_limit_warps, o.block_limit_blocks})
+    fmt::format_to(out, "{}\n{}\n", k.name, k.launch_api);
+    for (int v : {static_cast<int>(k.device), k.registers_per_thread, k.grid[0], k.grid[1], k.grid[2], k.block[0],
+                  k.block[1], k.block[2], k.static_shared_bytes, k.dynamic_shared_bytes, k.local_bytes_per_thread,
+                  int{k.shared_optin}, k.carveout_percent})
       fmt::format_to(out, "{} ", v);
-    for (const std::optional<double>& v : {std::optional<double>(o.theoretical_percent), k.achieved_occupancy_percent,
-                                           k.dram_throughput_percent, k.dram_bytes_per_second, k.tensor_pipe_percent}) {
+    for (const std::optional<double>& v : {k.achieved_occupancy_percent, k.dram_throughput_percent,
+                                           k.dram_bytes_per_second, k.tensor_pipe_percent}) {
       if (v) fmt::format_to(out, "{} ", *v);
       else key_ += "- ";
     }
@@ -186,16 +186,16 @@ class ReportBuilder {
   void on_event(const trace::TraceEvent& e, const trace::TraceDocument& doc) {
     if (e.ph == "M") {
       if (!own_trace_ && e.name == "process_name" && e.args.metadata_name &&
-          e.args.metadata_name->rfind("attnprof", 0) == 0) {
+          e.args.metadata_name->rfind("attnprof", 0) == 0)
         own_trace_ = true;
-        converter_.compute_missing_occupancy = false;
-      }
       return;
     }
     // Once our tags show, the cases come from them: host events are no longer needed.
     if (!tagged_.empty() && !is_gpu_category(e.cat)) return;
     std::optional<trace::Activity> activity = converter_.convert(e, doc);
     if (!activity) return;
+    if (auto* kernel = std::get_if<trace::KernelActivity>(&*activity))
+      trace::annotate_occupancy(*kernel, converter_.device_for(kernel->device, doc));
     std::visit([&](auto&& a) { take(a, e); }, *activity);
   }
 
@@ -292,7 +292,7 @@ class ReportBuilder {
         m.relative_error = was.relative_error;
         m.error_bound = was.error_bound;
         const auto t = tagged_.find(static_cast<int>(i));
-        CaseSummary c = (t == tagged_.end() ? empty : t->second.timed).summarize(m, device_);
+        CaseSummary c = (t == tagged_.end() ? empty : t->second.timed).summarize(m);
         c.status = was.status;
         c.reason = was.reason;
         c.device = was.device;  // run --devices: the GPU each case ran on
@@ -323,7 +323,7 @@ class ReportBuilder {
       const auto& spans = t.timed.iteration_spans();
       m.iterations = spans.empty() ? 0 : spans.rbegin()->first + 1;
       m.iteration_us = t.timed.span_us();
-      CaseSummary c = t.timed.summarize(m, device_);
+      CaseSummary c = t.timed.summarize(m);
       add_findings(c);
       out.cases.push_back(std::move(c));
     }
@@ -378,7 +378,7 @@ class ReportBuilder {
     out.config_name = "report";
     out.config_source = doc.source;
     out.device = device_;
-    out.cases = summarize_program_cases(cases, per_case, device_);
+    out.cases = summarize_program_cases(cases, per_case);
   }
 
   trace::TraceEventConverter converter_;

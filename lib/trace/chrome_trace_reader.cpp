@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "core/occupancy.hpp"
 #include "core/json_numbers.hpp"
 
 namespace attnprof::trace {
@@ -42,7 +41,7 @@ EventField event_field(std::string_view key) {
 enum class ArgField {
   correlation, device, context, stream, cbid, return_value, registers_per_thread, shared_memory,
   static_shared_memory, dynamic_shared_memory, local_memory_per_thread, shared_memory_config, bytes, value,
-  grid, block, cluster, theoretical_occupancy, achieved_occupancy, occupancy, occupancy_limiter, occupancy_error,
+  grid, block, cluster, carveout, achieved_occupancy,
   copy_kind, launch_api, case_index, iteration, phase, case_label, backend, name, dram_throughput, dram_bandwidth,
   tensor_pipe,
 };
@@ -69,11 +68,8 @@ class ArgFieldTable {
         {"grid", ArgField::grid},
         {"block", ArgField::block},
         {"cluster", ArgField::cluster},
-        {"theoretical occupancy %", ArgField::theoretical_occupancy},
+        {"shared memory carveout %", ArgField::carveout},
         {"achieved occupancy %", ArgField::achieved_occupancy},
-        {"occupancy", ArgField::occupancy},
-        {"occupancy limiter", ArgField::occupancy_limiter},
-        {"occupancy error", ArgField::occupancy_error},
         {"copy kind", ArgField::copy_kind},
         {"launch api", ArgField::launch_api},
         {"case index", ArgField::case_index},
@@ -140,7 +136,6 @@ constexpr std::int64_t kMaxCount = (std::int64_t{1} << 31) - 1;  // grid sizes, 
 constexpr std::int64_t kMaxBlockThreads = std::int64_t{1} << 14;
 constexpr std::int64_t kMaxRegisters = std::int64_t{1} << 16;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 24;        // shared and local memory sizes
-constexpr std::int64_t kMaxBlocksPerSm = std::int64_t{1} << 16;  // the occupancy object's counts
 
 // [x, y, z] (Kineto's grid/block); fewer elements are padded with 1, each within [0, high].
 std::array<int, 3> read_dims(JsonPullParser& p, const char* what, std::int64_t high) {
@@ -161,37 +156,6 @@ std::uint64_t read_process_or_thread(JsonPullParser& p, const char* what) {
   const std::int64_t v = p.as_int64(what);
   // Kineto's sanitizeTid; negated in unsigned arithmetic, where INT64_MIN has a negation too.
   return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-}
-
-void read_occupancy_object(JsonPullParser& p, TraceEventArgs& a) {
-  if (p.last() != JsonToken::begin_object) p.fail_type("args.occupancy", "an object");
-  while (p.next() == JsonToken::key) {
-    const std::string_view key = p.text();
-    std::optional<std::int64_t>* field = nullptr;
-    const char* what = nullptr;
-    if (key == "activeBlocksPerMultiprocessor") {
-      field = &a.active_blocks_per_sm;
-      what = "occupancy.activeBlocksPerMultiprocessor";
-    } else if (key == "blockLimitRegs") {
-      field = &a.block_limit_registers;
-      what = "occupancy.blockLimitRegs";
-    } else if (key == "blockLimitSharedMem") {
-      field = &a.block_limit_shared_memory;
-      what = "occupancy.blockLimitSharedMem";
-    } else if (key == "blockLimitWarps") {
-      field = &a.block_limit_warps;
-      what = "occupancy.blockLimitWarps";
-    } else if (key == "blockLimitBlocks") {
-      field = &a.block_limit_blocks;
-      what = "occupancy.blockLimitBlocks";
-    }
-    if (field == nullptr) {
-      p.skip_next_value();
-      continue;
-    }
-    p.next();
-    *field = read_int_in(p, what, 0, kMaxBlocksPerSm);
-  }
 }
 
 void read_args(JsonPullParser& p, TraceEventArgs& a) {
@@ -236,11 +200,8 @@ void read_args(JsonPullParser& p, TraceEventArgs& a) {
           p.fail(fmt::format("args.block: more than {} threads in a block", kMaxBlockThreads));
         break;
       case ArgField::cluster: a.cluster = read_dims(p, "args.cluster", kMaxCount); break;
-      case ArgField::theoretical_occupancy: a.theoretical_occupancy_percent = read_number(p, "args.\"theoretical occupancy %\""); break;
+      case ArgField::carveout: a.carveout_percent = read_int_in(p, "args.\"shared memory carveout %\"", 0, 100); break;
       case ArgField::achieved_occupancy: a.achieved_occupancy_percent = read_number(p, "args.\"achieved occupancy %\""); break;
-      case ArgField::occupancy: read_occupancy_object(p, a); break;
-      case ArgField::occupancy_limiter: a.occupancy_limiter = read_string(p, "args.\"occupancy limiter\""); break;
-      case ArgField::occupancy_error: a.occupancy_error = read_string(p, "args.\"occupancy error\""); break;
       case ArgField::copy_kind: a.copy_kind = read_string(p, "args.\"copy kind\""); break;
       case ArgField::launch_api: a.launch_api = read_string(p, "args.\"launch api\""); break;
       case ArgField::case_index: a.case_index = read_int_in(p, "args.\"case index\"", -1, kMaxCount - 1); break;
@@ -313,14 +274,13 @@ void TraceEventArgs::clear() {
   for (std::optional<std::int64_t>* v :
        {&correlation, &device, &context, &stream, &cbid, &return_value, &registers_per_thread, &shared_memory,
         &static_shared_memory, &dynamic_shared_memory, &local_memory_per_thread, &shared_memory_config, &bytes, &value,
-        &active_blocks_per_sm, &block_limit_registers, &block_limit_shared_memory, &block_limit_warps,
-        &block_limit_blocks, &case_index, &iteration})
+        &carveout_percent, &case_index, &iteration})
     v->reset();
   for (std::optional<std::array<int, 3>>* v : {&grid, &block, &cluster}) v->reset();
-  for (std::optional<double>* v : {&theoretical_occupancy_percent, &achieved_occupancy_percent,
+  for (std::optional<double>* v : {&achieved_occupancy_percent,
                                    &dram_throughput_percent, &dram_gb_per_second, &tensor_pipe_percent})
     v->reset();
-  for (ReusableText* v : {&occupancy_limiter, &occupancy_error, &copy_kind, &launch_api, &phase, &case_label,
+  for (ReusableText* v : {&copy_kind, &launch_api, &phase, &case_label,
                           &backend, &metadata_name})
     v->reset();
 }
@@ -472,24 +432,6 @@ void parse_memcpy_name(const std::string& name, MemcpyKind& kind, std::string& s
   dst = std::string(text.substr(arrow + 4, close - arrow - 4));
 }
 
-void fill_theoretical_occupancy(KernelActivity& k, const DeviceProperties& device) {
-  KernelResources res;
-  res.block_threads = k.block[0] * k.block[1] * k.block[2];
-  res.registers_per_thread = k.registers_per_thread;
-  res.static_shared_bytes = k.static_shared_bytes;
-  res.dynamic_shared_bytes = k.dynamic_shared_bytes;
-  res.shared_optin = k.shared_optin;
-  const OccupancyEstimate est = theoretical_occupancy(device, res);
-  k.occupancy.valid = est.valid;
-  k.occupancy.active_blocks_per_sm = est.active_blocks_per_sm;
-  k.occupancy.theoretical_percent = est.theoretical_percent;
-  k.occupancy.limiter = est.valid ? est.limiter : est.error;
-  k.occupancy.block_limit_registers = est.block_limit_registers;
-  k.occupancy.block_limit_shared_memory = est.block_limit_shared_memory;
-  k.occupancy.block_limit_warps = est.block_limit_warps;
-  k.occupancy.block_limit_blocks = est.block_limit_blocks;
-}
-
 std::string parse_memset_memory(const std::string& name) {
   const auto open = name.find('(');
   const auto close = name.rfind(')');
@@ -563,29 +505,7 @@ KernelActivity TraceEventConverter::kernel(const TraceEvent& e, const TraceDocum
   const DeviceProperties& device = device_for(k.device, doc);
   // Neither trace records the opt-in flag; a block above the default limit must have opted in.
   k.shared_optin = k.static_shared_bytes + k.dynamic_shared_bytes > device.shared_mem_per_block;
-  if (a.theoretical_occupancy_percent) {
-    k.occupancy.valid = true;
-    k.occupancy.theoretical_percent = *a.theoretical_occupancy_percent;
-    k.occupancy.limiter = a.occupancy_limiter.value_or("");
-    k.occupancy.active_blocks_per_sm = static_cast<int>(a.active_blocks_per_sm.value_or(0));
-    k.occupancy.block_limit_registers = static_cast<int>(a.block_limit_registers.value_or(0));
-    k.occupancy.block_limit_shared_memory = static_cast<int>(a.block_limit_shared_memory.value_or(0));
-    k.occupancy.block_limit_warps = static_cast<int>(a.block_limit_warps.value_or(0));
-    k.occupancy.block_limit_blocks = static_cast<int>(a.block_limit_blocks.value_or(0));
-    // The percentage is written rounded to 2 decimals; with the resident blocks it is exact again
-    // (the same arithmetic as collector/occupancy.cpp: warps resident / warps per SM).
-    const int block_threads = k.block[0] * k.block[1] * k.block[2];
-    if (a.active_blocks_per_sm && block_threads > 0 && device.warp_size > 0 && device.max_threads_per_sm > 0) {
-      const int warps_per_block = (block_threads + device.warp_size - 1) / device.warp_size;
-      const int max_warps = device.max_threads_per_sm / device.warp_size;
-      const double exact = 100.0 * (k.occupancy.active_blocks_per_sm * warps_per_block) / max_warps;
-      if (std::abs(exact - k.occupancy.theoretical_percent) < 0.006) k.occupancy.theoretical_percent = exact;
-    }
-  } else if (a.occupancy_error) {
-    k.occupancy.limiter = *a.occupancy_error;  // the run could not compute it; say why, as it did
-  } else if (compute_missing_occupancy) {
-    fill_theoretical_occupancy(k, device);
-  }
+  k.carveout_percent = static_cast<int>(a.carveout_percent.value_or(-1));
   // The --metrics values come back as written: rounded to 2 decimals (3 for GB/s).
   k.achieved_occupancy_percent = a.achieved_occupancy_percent;
   k.dram_throughput_percent = a.dram_throughput_percent;

@@ -51,11 +51,10 @@ struct TraceEventArgs {
   std::optional<std::int64_t> registers_per_thread, shared_memory, static_shared_memory, dynamic_shared_memory;
   std::optional<std::int64_t> local_memory_per_thread, shared_memory_config, bytes, value;
   std::optional<std::array<int, 3>> grid, block, cluster;
-  std::optional<double> theoretical_occupancy_percent, achieved_occupancy_percent;
+  std::optional<std::int64_t> carveout_percent;
+  std::optional<double> achieved_occupancy_percent;
   std::optional<double> dram_throughput_percent, dram_gb_per_second, tensor_pipe_percent;  // --metrics
-  std::optional<std::int64_t> active_blocks_per_sm, block_limit_registers, block_limit_shared_memory,
-      block_limit_warps, block_limit_blocks;  // from the "occupancy" object
-  ReusableText occupancy_limiter, occupancy_error, copy_kind, launch_api;
+  ReusableText copy_kind, launch_api;
   std::optional<std::int64_t> case_index, iteration;
   ReusableText phase, case_label, backend;
   ReusableText metadata_name;  // args.name of an "M" event
@@ -102,17 +101,14 @@ DeviceProperties device_properties_from_json(const nlohmann::json& entry);
 
 // Turns trace events into activities of the model: kernels, memcpys, memsets, runtime/driver
 // calls, host and GPU annotations, overheads. Sweep tags come from our "case index"/"phase"/
-// "iteration" args when present. Kernels without our occupancy args (Kineto's) get theoretical
-// occupancy from the trace's deviceProperties, or an H200's when the trace has none (noted).
+// "iteration" args when present. A kernel's derived facts (occupancy) are not read back: the
+// reader's caller computes them from the kernel's resources (trace/annotate.hpp).
 class TraceEventConverter {
  public:
   std::optional<Activity> convert(const TraceEvent& event, const TraceDocument& document);
 
-  // Our traces write occupancy whenever the run could compute it; a kernel without it stays
-  // without (as in the run's summary). Kineto's kernels never carry ours, so they get it here.
-  bool compute_missing_occupancy = true;
-
-  // The device kernels of `device` are judged against (for occupancy explanations too).
+  // The device kernels of `device` ran on: the trace's deviceProperties entry, or an H200's
+  // when the trace has none (noted).
   const DeviceProperties& device_for(std::uint32_t device, const TraceDocument& document);
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -124,9 +120,6 @@ class TraceEventConverter {
   std::optional<DeviceProperties> fallback_device_;
   std::vector<std::string> notes_;
 };
-
-// Theoretical occupancy of `kernel` on `device` from its registers, block and shared memory.
-void fill_theoretical_occupancy(KernelActivity& kernel, const DeviceProperties& device);
 
 // "Memcpy DtoD (Device -> Device)" -> DtoD, "Device", "Device"; "Memset (Device)" -> "Device".
 void parse_memcpy_name(const std::string& name, MemcpyKind& kind, std::string& src, std::string& dst);

@@ -321,7 +321,8 @@ void ChromeTraceWriter::write_launch_api(const std::string& api) {
 
 ChromeTraceWriter::KernelShape ChromeTraceWriter::KernelShape::of(const KernelActivity& k) {
   return {k.device, k.grid, k.block, k.cluster, k.registers_per_thread, k.static_shared_bytes,
-          k.dynamic_shared_bytes, k.local_bytes_per_thread, k.shared_memory_executed, k.occupancy};
+          k.dynamic_shared_bytes, k.local_bytes_per_thread, k.shared_memory_executed, k.carveout_percent,
+          k.occupancy};
 }
 
 std::size_t ChromeTraceWriter::KernelShape::slot(std::size_t slots) const {
@@ -390,6 +391,10 @@ void ChromeTraceWriter::format_kernel_shape_args(const KernelActivity& k) {
   if (k.shared_memory_executed > 0) {
     put(buffer_, ",\"shared memory config\":");
     put_int(buffer_, k.shared_memory_executed);
+  }
+  if (k.carveout_percent >= 0) {
+    put(buffer_, ",\"shared memory carveout %\":");
+    put_int(buffer_, k.carveout_percent);
   }
   if (k.occupancy.valid) {
     // Kineto's estimate: theoretical blocks/SM capped by the blocks the grid really has.

@@ -103,7 +103,7 @@ class ChromeTraceWriter {
   struct KernelShape {
     std::uint32_t device = 0;
     std::array<int, 3> grid{}, block{}, cluster{};
-    int registers = 0, static_shared = 0, dynamic_shared = 0, local = 0, shared_executed = 0;
+    int registers = 0, static_shared = 0, dynamic_shared = 0, local = 0, shared_executed = 0, carveout = -1;
     Occupancy occupancy;
 
     static KernelShape of(const KernelActivity& kernel);

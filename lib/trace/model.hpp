@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/occupancy.hpp"
+
 namespace attnprof::trace {
 
 // Where in the sweep an activity happened. Assigned through CUPTI external correlation ids
@@ -23,18 +25,6 @@ struct SweepTag {
   int case_index = -1;  // index into the run's cases, -1 when outside any case
   Phase phase = Phase::none;
   int iteration = -1;   // for Phase::iteration: 0..N-1; for warmup: 0..W-1
-};
-
-struct Occupancy {
-  bool valid = false;
-  int active_blocks_per_sm = 0;
-  double theoretical_percent = 0;
-  std::string limiter;
-  int block_limit_registers = 0;
-  int block_limit_shared_memory = 0;
-  int block_limit_warps = 0;
-  int block_limit_blocks = 0;
-  bool operator==(const Occupancy&) const = default;
 };
 
 struct KernelActivity {
@@ -54,7 +44,8 @@ struct KernelActivity {
   int local_bytes_per_thread = 0;
   bool shared_optin = false;
   int shared_memory_executed = 0;  // SM shared-memory size the driver configured
-  Occupancy occupancy;
+  int carveout_percent = -1;       // the shared-memory carveout the launch asked for, -1 for none
+  Occupancy occupancy;             // theoretical, from the fields above: trace/annotate.hpp
   std::optional<double> achieved_occupancy_percent;  // from --metrics occupancy (range profiler)
   std::optional<double> dram_throughput_percent;     // from --metrics dram: % of peak DRAM throughput
   std::optional<double> dram_bytes_per_second;       // from --metrics dram

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 
 namespace attnprof::trace {
@@ -160,8 +161,7 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       writer.set_source(source);
 
       TraceEventConverter converter;
-      converter.compute_missing_occupancy = false;  // a merge carries what was recorded, nothing more
-      std::optional<std::int64_t> shift;            // the converter's rule, for the flow events
+      std::optional<std::int64_t> shift;  // the converter's rule, for the flow events
       int cases_seen = 0;
       const std::string prefix = case_prefix(in.label);
       const TraceDocument doc = read_chrome_trace(in.head.path, [&](const TraceEvent& e, const TraceDocument& so_far) {
@@ -186,6 +186,9 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
           ++merged.events_not_carried;
           return;
         }
+        // Derived facts are not read back; the merged trace gets them as every trace does.
+        if (auto* kernel = std::get_if<KernelActivity>(&*activity))
+          annotate_occupancy(*kernel, converter.device_for(kernel->device, so_far));
         std::visit(
             [&](auto& a) {
               if constexpr (requires { a.tag; }) {

@@ -12,6 +12,7 @@
 #include "core/device_properties.hpp"
 #include "summary/case_accumulator.hpp"
 #include "summary/findings.hpp"
+#include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 
 namespace attnprof::bench {
@@ -51,7 +52,7 @@ KernelShape kernel(std::string name, int regs, int threads, int dynamic_smem, st
   r.launch_api = std::move(api);
   r.stream = kStream;
   r.context = 1;
-  trace::fill_theoretical_occupancy(r, sm90_reference_properties());
+  trace::annotate_occupancy(r, sm90_reference_properties());
   k.ns = ns;
   return k;
 }
@@ -262,7 +263,7 @@ SyntheticRunResult write_run(const std::filesystem::path& path, int iterations, 
       t = std::max(t, gpu) + 5'000;
       if (options.on_iteration) options.on_iteration(writer);
     }
-    CaseSummary cs = accumulator.summarize(m, sm90_reference_properties());
+    CaseSummary cs = accumulator.summarize(m);
     add_findings(cs);
     add_surprises(cs, config.expect);
     summary.cases.push_back(std::move(cs));

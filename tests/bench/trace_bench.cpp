@@ -15,6 +15,7 @@
 #include "bench/synthetic_run.hpp"
 #include "core/occupancy.hpp"
 #include "summary/trace_report.hpp"
+#include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 #include "trace/chrome_trace_writer.hpp"
 
@@ -62,7 +63,7 @@ struct RecordMix {
     gemm.shared_optin = true;
     gemm.stream = 7;
     gemm.launch_api = "cuLaunchKernelEx";
-    trace::fill_theoretical_occupancy(gemm, sm90_reference_properties());
+    trace::annotate_occupancy(gemm, sm90_reference_properties());
     softmax = gemm;
     softmax.name = "void attnprof::kernels::softmax_rows_kernel<float, 1024>(float*, int, int)";
     softmax.block = {1024, 1, 1};
@@ -71,7 +72,7 @@ struct RecordMix {
     softmax.dynamic_shared_bytes = 4096;
     softmax.shared_optin = false;
     softmax.launch_api = "cudaLaunchKernel";
-    trace::fill_theoretical_occupancy(softmax, sm90_reference_properties());
+    trace::annotate_occupancy(softmax, sm90_reference_properties());
     copy.kind = trace::MemcpyKind::DtoD;
     copy.src_memory = copy.dst_memory = "Device";
     copy.bytes = 134'217'728;

@@ -22,6 +22,7 @@
 #include "summary/merged_summary.hpp"
 #include "summary/render.hpp"
 #include "summary/trace_report.hpp"
+#include "trace/annotate.hpp"
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/trace_merge.hpp"
 
@@ -76,7 +77,14 @@ void add_step(trace::ActivityBatch& b, std::uint64_t at, int iteration, int devi
     kernel.grid = {132, 1, 1};
     kernel.block = {128, 1, 1};
     kernel.registers_per_thread = 96;
-    kernel.occupancy = {true, 4, 25.0, "registers", 4, 8, 16, 32};
+    kernel.occupancy.valid = true;
+    kernel.occupancy.active_blocks_per_sm = 4;
+    kernel.occupancy.theoretical_percent = 25.0;
+    kernel.occupancy.limiter = "registers";
+    kernel.occupancy.block_limit_registers = 4;
+    kernel.occupancy.block_limit_shared_memory = 8;
+    kernel.occupancy.block_limit_warps = 16;
+    kernel.occupancy.block_limit_blocks = 32;
     kernel.launch_api = "cudaLaunchKernel";
     kernel.tag = tag;
     b.kernels.push_back(kernel);
@@ -99,7 +107,7 @@ CaseSummary summarize_step(const trace::ActivityBatch& b, int device, int case_i
   trace::ActivityBatch mine;
   for (const trace::KernelActivity& k : b.kernels)
     if (k.tag.case_index == case_index) mine.kernels.push_back(k);
-  CaseSummary c = summarize_case(m, mine, gpu(device));
+  CaseSummary c = summarize_case(m, mine);
   c.device = device;
   add_findings(c);
   return c;

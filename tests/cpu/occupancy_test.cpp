@@ -20,7 +20,7 @@ class Occupancy : public testing::TestWithParam<OccupancyCase> {};
 
 TEST_P(Occupancy, MatchesTheCalculator) {
   const OccupancyCase& c = GetParam();
-  const OccupancyEstimate e = theoretical_occupancy(sm90_reference_properties(), c.kernel);
+  const attnprof::Occupancy e = theoretical_occupancy(sm90_reference_properties(), c.kernel);
   ASSERT_TRUE(e.valid) << e.error;
   EXPECT_EQ(e.active_blocks_per_sm, c.blocks_per_sm) << c.what;
   EXPECT_DOUBLE_EQ(e.theoretical_percent, c.percent) << c.what;
@@ -52,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Occupancy, ExplainsTheFlashCase) {
   const KernelResources flash{128, 255, 0, 65536, true, -1};
-  const OccupancyEstimate e = theoretical_occupancy(sm90_reference_properties(), flash);
+  const attnprof::Occupancy e = theoretical_occupancy(sm90_reference_properties(), flash);
   EXPECT_EQ(explain_occupancy(flash, e),
             "255 registers x 128 threads = 32768 registers per block of 65536 per SM -> 2 blocks/SM (8 of 64 warps) "
             "-> 12.5%, limited by registers");
@@ -60,7 +60,7 @@ TEST(Occupancy, ExplainsTheFlashCase) {
 
 TEST(Occupancy, ABlockThatCannotLaunchIsReported) {
   // 1024 threads x 255 registers needs 256K registers per block: no block fits.
-  const OccupancyEstimate e = theoretical_occupancy(sm90_reference_properties(), {1024, 255, 0, 0, false, -1});
+  const attnprof::Occupancy e = theoretical_occupancy(sm90_reference_properties(), {1024, 255, 0, 0, false, -1});
   ASSERT_TRUE(e.valid);
   EXPECT_EQ(e.active_blocks_per_sm, 0);
   EXPECT_EQ(e.theoretical_percent, 0);
@@ -70,7 +70,7 @@ TEST(Occupancy, ABlockThatCannotLaunchIsReported) {
 TEST(Occupancy, UnknownArchitectureIsAnErrorNotAZero) {
   DeviceProperties old = sm90_reference_properties();
   old.compute_major = 2;
-  const OccupancyEstimate e = theoretical_occupancy(old, {128, 32, 0, 0, false, -1});
+  const attnprof::Occupancy e = theoretical_occupancy(old, {128, 32, 0, 0, false, -1});
   EXPECT_FALSE(e.valid);
   EXPECT_FALSE(e.error.empty());
 }

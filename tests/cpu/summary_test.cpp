@@ -21,7 +21,14 @@ trace::KernelActivity kernel(const std::string& name, std::uint64_t start, std::
   k.block = {128, 1, 1};
   k.grid = {264, 1, 1};
   k.registers_per_thread = regs;
-  k.occupancy = {true, 2, 12.5, "registers", 2, 3, 16, 32};
+  k.occupancy.valid = true;
+  k.occupancy.active_blocks_per_sm = 2;
+  k.occupancy.theoretical_percent = 12.5;
+  k.occupancy.limiter = "registers";
+  k.occupancy.block_limit_registers = 2;
+  k.occupancy.block_limit_shared_memory = 3;
+  k.occupancy.block_limit_warps = 16;
+  k.occupancy.block_limit_blocks = 32;
   k.launch_api = api;
   k.tag = {0, phase, iter};
   return k;
@@ -68,7 +75,7 @@ CaseMeasurements measurements() {
 }
 
 TEST(Summary, CountsOnlyTimedIterationsExactly) {
-  const CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  const CaseSummary c = summarize_case(measurements(), manual_like_batch());
   EXPECT_EQ(c.kernels_per_iter, 3.0);
   EXPECT_EQ(c.memcpy_per_iter, 1.0);
   EXPECT_EQ(c.memcpy_bytes_per_iter, 1000.0);
@@ -90,7 +97,7 @@ TEST(Summary, CountsStayExactOverManyIterations) {
   for (int i = 0; i < 7; ++i) b.kernels.push_back(kernel("k", 100 * i + 1, 10, Phase::iteration, i));
   CaseMeasurements m = measurements();
   m.iterations = 7;
-  EXPECT_EQ(summarize_case(m, b, sm90_reference_properties()).kernels_per_iter, 1.0);  // not 0.99999...
+  EXPECT_EQ(summarize_case(m, b).kernels_per_iter, 1.0);  // not 0.99999...
 }
 
 TEST(Summary, MedianAndPercentile) {
@@ -102,7 +109,7 @@ TEST(Summary, MedianAndPercentile) {
 }
 
 TEST(Summary, JsonRoundTripKeepsEveryField) {
-  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  CaseSummary c = summarize_case(measurements(), manual_like_batch());
   add_findings(c);
   c.surprises.push_back({"/expect/0", "memcpy_per_iter", "0", "1", "a guess"});
   RunSummary run;
@@ -123,7 +130,7 @@ TEST(Summary, RejectsDocumentsThatAreNotSummaries) {
 }
 
 TEST(Findings, NameTheMemcpyTheMaskAndTheDriverLaunchAndTheHostCost) {
-  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  CaseSummary c = summarize_case(measurements(), manual_like_batch());
   add_findings(c);
   std::set<std::string> kinds;
   for (const Finding& f : c.findings) kinds.insert(f.kind);
@@ -152,7 +159,7 @@ TEST(Findings, FusedRegisterLimitedKernelIsExplainedAsDesign) {
   CaseMeasurements m = measurements();
   m.iterations = 2;
   m.plan_cold_ms = std::nullopt;
-  CaseSummary c = summarize_case(m, b, sm90_reference_properties());
+  CaseSummary c = summarize_case(m, b);
   add_findings(c);
   ASSERT_EQ(c.findings.size(), 1u);
   EXPECT_EQ(c.findings[0].kind, "low_occupancy");
@@ -185,7 +192,7 @@ Expectation expect_for(const std::string& backend) {
 }
 
 TEST(Expectations, EveryCheckedFieldCanSurprise) {
-  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  CaseSummary c = summarize_case(measurements(), manual_like_batch());
   Expectation e = expect_for("manual");  // the family matches the variant
   e.kernels_per_iter = 1;
   e.memcpy_per_iter = 0;
@@ -208,7 +215,7 @@ TEST(Expectations, EveryCheckedFieldCanSurprise) {
 }
 
 TEST(Expectations, FiltersNarrowWhichCasesAreJudged) {
-  const CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  const CaseSummary c = summarize_case(measurements(), manual_like_batch());
   EXPECT_TRUE(expectation_applies(expect_for("manual:out_of_place"), c));
   EXPECT_FALSE(expectation_applies(expect_for("manual:in_place"), c));
   EXPECT_FALSE(expectation_applies(expect_for("flash"), c));
@@ -226,7 +233,7 @@ TEST(Expectations, FiltersNarrowWhichCasesAreJudged) {
 }
 
 TEST(Expectations, CasesThatDidNotRunAreNotJudged) {
-  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  CaseSummary c = summarize_case(measurements(), manual_like_batch());
   c.status = CaseStatus::skipped;
   Expectation e = expect_for("manual");
   e.kernels_per_iter = 99;
@@ -235,7 +242,7 @@ TEST(Expectations, CasesThatDidNotRunAreNotJudged) {
 }
 
 TEST(Render, EveryFormatNamesTheCases) {
-  CaseSummary c = summarize_case(measurements(), manual_like_batch(), sm90_reference_properties());
+  CaseSummary c = summarize_case(measurements(), manual_like_batch());
   add_findings(c);
   RunSummary run;
   run.device = sm90_reference_properties();

@@ -15,6 +15,7 @@
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"
 #include "summary/trace_report.hpp"
+#include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/projection.hpp"
@@ -76,7 +77,7 @@ struct Recorder {
     k.cluster = {2, 1, 1};
     k.launch_api = api;
     k.tag = tag;
-    trace::fill_theoretical_occupancy(k, sm90_reference_properties());
+    trace::annotate_occupancy(k, sm90_reference_properties());
     batch.kernels.push_back(k);
   }
 
@@ -221,7 +222,7 @@ RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary) {
     std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(c.batch);
     c.batch.annotations.insert(c.batch.annotations.end(), on_gpu.begin(), on_gpu.end());
     writer.write(c.batch);
-    CaseSummary cs = summarize_case(c.measured, c.batch, sm90_reference_properties());
+    CaseSummary cs = summarize_case(c.measured, c.batch);
     add_findings(cs);
     add_surprises(cs, config.expect);
     summary.cases.push_back(std::move(cs));

@@ -77,7 +77,14 @@ ActivityBatch test_batch() {
   k.registers_per_thread = 255;
   k.dynamic_shared_bytes = 65536;
   k.shared_optin = true;
-  k.occupancy = {true, 2, 12.5, "registers", 2, 3, 16, 32};
+  k.occupancy.valid = true;
+  k.occupancy.active_blocks_per_sm = 2;
+  k.occupancy.theoretical_percent = 12.5;
+  k.occupancy.limiter = "registers";
+  k.occupancy.block_limit_registers = 2;
+  k.occupancy.block_limit_shared_memory = 3;
+  k.occupancy.block_limit_warps = 16;
+  k.occupancy.block_limit_blocks = 32;
   k.launch_api = "cudaLaunchKernel";
   k.tag = iter2;
   b.kernels.push_back(k);

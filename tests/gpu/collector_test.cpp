@@ -13,12 +13,13 @@
 #include "elementwise/elementwise.hpp"
 #include "gpu/device_info.hpp"
 #include "gpu/device_memory.hpp"
+#include "trace/annotate.hpp"
 
 namespace attnprof {
 namespace {
 
 TEST(Collector, RecordsKernelMemcpyMemsetWithLaunchApiAndTag) {
-  ActivityCollector collector({query_device_properties(0)});
+  ActivityCollector collector;
   CudaStream stream;
   DeviceBuffer a(1 << 20), b(1 << 20);
   collector.drain();  // context creation and allocations are not what this test looks at
@@ -32,7 +33,8 @@ TEST(Collector, RecordsKernelMemcpyMemsetWithLaunchApiAndTag) {
     collector.pop_tag();
   }
   CUDA_CHECK(cudaDeviceSynchronize());
-  const trace::ActivityBatch batch = collector.drain();
+  trace::ActivityBatch batch = collector.drain();
+  trace::annotate_occupancy(batch, {query_device_properties(0)});  // the step every flow takes after a drain
 
   ASSERT_EQ(batch.kernels.size(), 1u);
   const trace::KernelActivity& k = batch.kernels[0];
@@ -74,7 +76,7 @@ TEST(Collector, CountsDroppedRecordsWhenBuffersRunOut) {
   CollectorOptions tiny;
   tiny.buffer_bytes = 4096;
   tiny.max_buffers = 1;
-  ActivityCollector collector({query_device_properties(0)}, tiny);
+  ActivityCollector collector(tiny);
   CudaStream stream;
   DeviceBuffer a(4096);
   constexpr int kLaunches = 5000;
@@ -96,7 +98,7 @@ TEST(Collector, EveryRecordArrivesThroughManySmallReusedBuffers) {
   CollectorOptions options;
   options.buffer_bytes = 64 * 1024;  // ~250 kernel records: dozens of completions mid-loop
   options.zeroed_buffers = true;
-  ActivityCollector collector({query_device_properties(0)}, options);
+  ActivityCollector collector(options);
   CudaStream stream;
   DeviceBuffer a(4096);
   collector.drain();

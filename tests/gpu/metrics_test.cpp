@@ -106,7 +106,7 @@ TEST(RangeProfiler, KnownOccupancyOfTwoKernels) {
 
 TEST(RangeProfiler, BesideTheActivityCollectorRangesMatchTheRecordedLaunches) {
   const DeviceProperties device = query_device_properties(0);
-  ActivityCollector collector({device});
+  ActivityCollector collector;
   std::string reason;
   auto profiler = profiler_or_skip_reason({MetricGroup::occupancy}, reason);
   if (!profiler) GTEST_SKIP() << "counters unavailable: " << reason;

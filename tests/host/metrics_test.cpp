@@ -311,7 +311,7 @@ TEST(Apply, SummaryCountsOnlyTimedIterationsAndCarriesTheValues) {
   cm.iterations = 2;
   cm.iteration_us = {10, 12};
   DeviceProperties device;
-  const CaseSummary c = summarize_case(cm, b, device);
+  const CaseSummary c = summarize_case(cm, b);
   EXPECT_DOUBLE_EQ(c.kernels_per_iter, 3.0);  // the replayed forward is not an iteration
   ASSERT_EQ(c.kernels.size(), 2u);
   for (const KernelSummary& k : c.kernels) {
