@@ -7,27 +7,15 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <mutex>
-#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "collector/collector_options.hpp"
-#include "collector/sweep_tags.hpp"
+#include "collector/cupti_records.hpp"
 #include "trace/model.hpp"
 
 namespace attnprof {
-
-// How complete the capture is: written to summary.json and trace.json.
-struct CollectorHealth {
-  std::uint64_t records = 0;
-  std::uint64_t dropped_records = 0;     // CUPTI's count of records lost for lack of a buffer
-  std::uint64_t buffers_declined = 0;    // buffer requests refused because max_buffers was reached
-  std::uint64_t invalid_timestamps = 0;  // GPU records with start 0 or end < start, left out of the trace
-  std::uint64_t buffers_completed = 0;
-};
 
 class ActivityCollector {
  public:
@@ -49,7 +37,9 @@ class ActivityCollector {
   // synchronizes the device first so GPU records are complete.
   trace::ActivityBatch drain();
 
-  CollectorHealth health() const;
+  // Records converted, dropped by CUPTI, declined for lack of a buffer, left out for bad timestamps.
+  trace::CaptureHealth health() const;
+  std::uint64_t buffers_completed() const;
   static std::string cupti_version_text();
 
   // Called from CUPTI's buffer callbacks.
@@ -58,23 +48,9 @@ class ActivityCollector {
   bool on_buffer_completed(std::uint8_t* buffer, std::size_t valid_size);
 
  private:
-  struct MarkerStart {
-    std::string name;
-    std::uint64_t timestamp = 0;
-    std::uint32_t thread = 0;
-  };
-  void parse_record(const void* record);
-  const std::string& demangled(const char* mangled);
-  const std::string& api_name(bool driver, std::uint32_t cbid);
-
   CollectorOptions options_;
-  mutable std::mutex mutex_;
-  trace::ActivityBatch pending_;
-  std::unordered_map<std::uint32_t, std::uint64_t> external_ids_;  // correlation -> external id
-  std::unordered_map<std::uint32_t, MarkerStart> open_markers_;    // marker id -> start
-  std::unordered_map<const char*, std::string> demangled_;
-  std::map<std::pair<bool, std::uint32_t>, std::string> api_names_;
-  CollectorHealth health_;  // its buffer counts live under buffers_mutex_ below
+  mutable std::mutex mutex_;     // guards conversion_: CUPTI's thread converts, drain() takes
+  RecordConversion conversion_;
 
   // The buffer pool has a lock of its own: a request comes from the launching thread when its
   // buffer is full, and must not wait while CUPTI's thread parses another buffer under mutex_.

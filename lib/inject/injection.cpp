@@ -123,12 +123,7 @@ void flush_outputs(const char* why) {
     }
     trace::annotate_occupancy(batch, devices);
 
-    const CollectorHealth h = s->collector->health();
-    CaptureHealth capture;
-    capture.records = h.records;
-    capture.dropped_records = h.dropped_records;
-    capture.buffers_declined = h.buffers_declined;
-    capture.invalid_timestamps = h.invalid_timestamps;
+    const trace::CaptureHealth capture = s->collector->health();
 
     ProgramInfo info;
     info.command = command_line();

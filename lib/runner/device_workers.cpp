@@ -198,10 +198,7 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
   summary.capture = {};
   summary.interrupted = false;
   for (const RunSummary& s : loaded) {
-    summary.capture.records += s.capture.records;
-    summary.capture.dropped_records += s.capture.dropped_records;
-    summary.capture.buffers_declined += s.capture.buffers_declined;
-    summary.capture.invalid_timestamps += s.capture.invalid_timestamps;
+    summary.capture += s.capture;
     summary.interrupted = summary.interrupted || s.interrupted;
   }
   for (std::size_t i = 0; i < o.cases.size(); ++i) {

@@ -219,15 +219,6 @@ std::string progress_result(const CaseSummary& c) {
   return text;
 }
 
-CaptureHealth capture_health(const CollectorHealth& h) {
-  CaptureHealth c;
-  c.records = h.records;
-  c.dropped_records = h.dropped_records;
-  c.buffers_declined = h.buffers_declined;
-  c.invalid_timestamps = h.invalid_timestamps;
-  return c;
-}
-
 // What stays the same across the cases of one sweep.
 struct SweepState {
   const RunOptions& options;
@@ -343,7 +334,7 @@ CaseSummary record_case(SweepState& state, CaseOutcome run, int index) {
     run.status = CaseStatus::failed;
     run.reason = std::string("recording the case failed: ") + e.what();
   }
-  const CollectorHealth health = state.collector.health();
+  const trace::CaptureHealth health = state.collector.health();
   const std::uint64_t dropped = health.dropped_records + health.buffers_declined;
   if (dropped > state.dropped_so_far && run.status == CaseStatus::ok) {
     run.status = CaseStatus::failed;
@@ -483,7 +474,7 @@ RunOutcome run_sweep(const RunOptions& o) {
   }
 
   summary.interrupted = interrupted(o);
-  summary.capture = capture_health(collector.health());
+  summary.capture = collector.health();
   nlohmann::json metadata = trace_metadata(o, summary);
   if (!o.metrics.empty()) metadata["metrics"] = state.metrics_info;
   writer.finish(metadata);

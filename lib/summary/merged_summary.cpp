@@ -48,10 +48,7 @@ RunSummary combine_summaries(const std::vector<LabelledSummary>& parts) {
       combined.interrupted = false;
       first = false;
     }
-    combined.capture.records += s.capture.records;
-    combined.capture.dropped_records += s.capture.dropped_records;
-    combined.capture.buffers_declined += s.capture.buffers_declined;
-    combined.capture.invalid_timestamps += s.capture.invalid_timestamps;
+    combined.capture += s.capture;
     combined.interrupted = combined.interrupted || s.interrupted;
     for (CaseSummary c : s.cases) {
       if (!part.label.empty()) c.label = "[" + part.label + "] " + c.label;

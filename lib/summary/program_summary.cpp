@@ -59,7 +59,7 @@ std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::Annota
 }
 
 RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<DeviceProperties>& devices,
-                             const ProgramInfo& info, const CaptureHealth& capture, std::vector<std::string>& notes) {
+                             const ProgramInfo& info, const trace::CaptureHealth& capture, std::vector<std::string>& notes) {
   const trace::CaseAssignment assignment = trace::assign_cases_from_annotations(batch);
   if (assignment.whole_run)
     notes.push_back("the program opened no NVTX range: the whole run is one case (\"whole run\") of one iteration");

@@ -44,7 +44,7 @@ struct ProgramInfo {
 // top-level ranges onto the GPU streams, and builds the run summary. Appends what the reader of
 // the summary should know to `notes`.
 RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<DeviceProperties>& devices,
-                             const ProgramInfo& info, const CaptureHealth& capture, std::vector<std::string>& notes);
+                             const ProgramInfo& info, const trace::CaptureHealth& capture, std::vector<std::string>& notes);
 
 // Writes the batch (already through summarize_program) as a Kineto-compatible trace with the
 // summary inside its `attnprof` metadata, and the summary as JSON.

@@ -107,14 +107,6 @@ struct CaseSummary {
   const KernelSummary* dominant_kernel() const { return kernels.empty() ? nullptr : &kernels.front(); }
 };
 
-struct CaptureHealth {
-  std::uint64_t records = 0;
-  std::uint64_t dropped_records = 0;
-  std::uint64_t buffers_declined = 0;
-  std::uint64_t invalid_timestamps = 0;
-  bool complete() const { return dropped_records == 0 && buffers_declined == 0; }
-};
-
 struct RunSummary {
   std::string tool_version;
   std::string config_name;
@@ -125,7 +117,7 @@ struct RunSummary {
   std::string cuda_runtime_version;
   std::string cupti_version;
   std::string cudnn_version;
-  CaptureHealth capture;
+  trace::CaptureHealth capture;
   bool interrupted = false;
   std::vector<CaseSummary> cases;
 };

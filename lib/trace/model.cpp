@@ -51,6 +51,14 @@ std::uint64_t start_of(const Activity& activity) {
   return std::visit([](const auto& a) { return a.start_ns; }, activity);
 }
 
+CaptureHealth& CaptureHealth::operator+=(const CaptureHealth& other) {
+  records += other.records;
+  dropped_records += other.dropped_records;
+  buffers_declined += other.buffers_declined;
+  invalid_timestamps += other.invalid_timestamps;
+  return *this;
+}
+
 bool ActivityBatch::empty() const { return size() == 0; }
 
 std::size_t ActivityBatch::size() const {

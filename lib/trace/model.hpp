@@ -129,6 +129,19 @@ using Activity = std::variant<KernelActivity, MemcpyActivity, MemsetActivity, Ap
 
 std::uint64_t start_of(const Activity& activity);
 
+// How complete a capture is: written to summary.json and trace.json, and added up when the
+// captures of several processes become one.
+struct CaptureHealth {
+  std::uint64_t records = 0;
+  std::uint64_t dropped_records = 0;     // CUPTI's count of records lost for lack of a buffer
+  std::uint64_t buffers_declined = 0;    // buffer requests refused because the buffer limit was reached
+  std::uint64_t invalid_timestamps = 0;  // GPU records with start 0 or end < start, left out of the trace
+
+  bool complete() const { return dropped_records == 0 && buffers_declined == 0; }
+  CaptureHealth& operator+=(const CaptureHealth& other);
+  bool operator==(const CaptureHealth&) const = default;
+};
+
 // Everything recorded for a stretch of the run (one case, or a whole profiled program).
 struct ActivityBatch {
   std::vector<KernelActivity> kernels;

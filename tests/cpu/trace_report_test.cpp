@@ -361,7 +361,7 @@ TEST(ProgramSummary, TheProfileTraceGivesBackTheProfileSummaryExactly) {
   info.pid = 4242;
   info.rank = 3;
   std::vector<std::string> notes;
-  CaptureHealth capture;
+  trace::CaptureHealth capture;
   capture.records = 99;
   const RunSummary s = summarize_program(batch, {sm90_reference_properties()}, info, capture, notes);
   const std::filesystem::path trace_path = dir / program_output_name("trace", info.pid, info.rank);

@@ -65,7 +65,7 @@ TEST(Collector, RecordsKernelMemcpyMemsetWithLaunchApiAndTag) {
   const bool saw_range = std::any_of(batch.annotations.begin(), batch.annotations.end(),
                                      [](const trace::Annotation& a) { return a.name == "collector-test-range"; });
   EXPECT_TRUE(saw_range) << "NVTX range not delivered (NVTX_INJECTION64_PATH not honoured?)";
-  const CollectorHealth health = collector.health();
+  const trace::CaptureHealth health = collector.health();
   EXPECT_EQ(health.dropped_records, 0u);
   EXPECT_EQ(health.buffers_declined, 0u);
   std::printf("  kernel %s: %d regs, %.1f%% theoretical occupancy (%s), launched by %s\n", k.name.c_str(),
@@ -83,7 +83,7 @@ TEST(Collector, CountsDroppedRecordsWhenBuffersRunOut) {
   for (int i = 0; i < kLaunches; ++i) kernels::fill_float(a.as<float>(), 1.f, 1024, stream.get());
   CUDA_CHECK(cudaDeviceSynchronize());
   const trace::ActivityBatch batch = collector.drain();
-  const CollectorHealth health = collector.health();
+  const trace::CaptureHealth health = collector.health();
   std::printf("  %zu kernel records kept of %d launched; %llu dropped, %llu buffer requests declined\n",
               batch.kernels.size(), kLaunches, static_cast<unsigned long long>(health.dropped_records),
               static_cast<unsigned long long>(health.buffers_declined));
@@ -109,11 +109,11 @@ TEST(Collector, EveryRecordArrivesThroughManySmallReusedBuffers) {
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaDeviceSynchronize());
   const trace::ActivityBatch batch = collector.drain();
-  const CollectorHealth health = collector.health();
-  std::printf("  %zu kernels through %llu completed buffers\n", batch.kernels.size(), static_cast<unsigned long long>(health.buffers_completed));
+  const trace::CaptureHealth health = collector.health();
+  std::printf("  %zu kernels through %llu completed buffers\n", batch.kernels.size(), static_cast<unsigned long long>(collector.buffers_completed()));
   EXPECT_EQ(health.dropped_records, 0u);
   EXPECT_EQ(health.buffers_declined, 0u);
-  EXPECT_GT(health.buffers_completed, 20u);
+  EXPECT_GT(collector.buffers_completed(), 20u);
   ASSERT_EQ(batch.kernels.size(), static_cast<std::size_t>(kLaunches));
   std::vector<std::uint32_t> correlations;
   for (const trace::KernelActivity& k : batch.kernels) {

@@ -1,0 +1,49 @@
+// CUPTI activity records -> the trace model, as free functions over plain state, so that CPU
+// tests can feed them synthetic records (no GPU, no subscription). The collector calls
+// convert_record() for each record of a completed buffer and join_launches() at drain().
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "trace/model.hpp"
+
+namespace attnprof {
+
+// What converting needs to remember from one record to the next.
+struct RecordConversion {
+  struct MarkerStart {
+    std::string name;
+    std::uint64_t timestamp = 0;
+    std::uint32_t thread = 0;
+  };
+
+  trace::ActivityBatch batch;                                      // converted since the last drain
+  std::unordered_map<std::uint32_t, std::uint64_t> external_ids;   // correlation id -> our sweep tag
+  std::unordered_map<std::uint32_t, MarkerStart> open_markers;     // NVTX range id -> its start
+  trace::CaptureHealth health;                                     // records seen, invalid timestamps left out
+
+  // Names looked up once: demangled kernel names (by CUPTI's string, stable for the process) and
+  // API names (CUPTI's table, version suffix removed).
+  std::unordered_map<const char*, std::string> demangled;
+  std::map<std::pair<bool, std::uint32_t>, std::string> api_names;
+};
+
+// Converts one record of any kind the collector enables into `state`: kernels (with their launch
+// configuration; occupancy is trace/annotate.hpp's), memcpy, memset, runtime and driver calls,
+// external correlation ids, NVTX ranges (start and end records paired), CUPTI overhead. A GPU
+// record whose timestamps cannot be right (start 0, end before start) is counted, not converted.
+// Other kinds are ignored.
+void convert_record(const CUpti_Activity& record, RecordConversion& state);
+
+// The records of a drain joined: every API call gets its sweep tag from `external_ids`, every
+// kernel, memcpy and memset its launching call's name and tag (the call is marked as launching
+// work, the start of a flow).
+void join_launches(trace::ActivityBatch& batch, const std::unordered_map<std::uint32_t, std::uint64_t>& external_ids);
+
+}  // namespace attnprof
