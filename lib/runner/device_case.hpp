@@ -1,36 +1,53 @@
-// Device memory of one case: inputs uploaded from HostInputs, outputs poisoned before each
-// checked run and read back for verification.
+// Device memory of one case: q, k, v (and bias) drawn on the GPU from (problem, seed) by the
+// counter-based generator, so no host copy of them exists; outputs poisoned before each checked
+// run; only the rows verification checks are read back.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "backends/backend.hpp"
 #include "gpu/device_memory.hpp"
-#include "runner/host_inputs.hpp"
-#include "runner/reference.hpp"
+#include "reference/inputs.hpp"
+#include "reference/verification.hpp"
 
 namespace attnprof {
 
 class DeviceCase {
  public:
-  explicit DeviceCase(const HostInputs& inputs);
+  // Allocates q, k, v, o, lse (and bias) and fills the inputs on `stream`; synchronizes it, so
+  // the buffers are ready on any stream when it returns.
+  DeviceCase(const AttentionProblem& problem, std::uint64_t seed, cudaStream_t stream);
 
+  const AttentionProblem& problem() const { return problem_; }
+  std::uint64_t seed() const { return seed_; }
   AttentionBuffers buffers() const;
+
   // Fills o and lse with the poison pattern (NaN in every format).
   void poison_outputs(cudaStream_t stream);
+
+  // The output rows `rows` (ascending flat indices over [batch, heads, seq_q]) and their
+  // logsumexp, gathered on the device and copied back in one piece, plus a device-side count of
+  // NaN/inf over the whole output. Synchronizes `stream`.
+  OutputRows read_rows(const std::vector<std::int64_t>& rows, cudaStream_t stream);
+
+  // The whole output / logsumexp, for tests on small problems (bitwise repeatability, untouched
+  // poison); the runner reads rows only.
   std::vector<float> read_output(cudaStream_t stream) const;
   std::vector<float> read_lse(cudaStream_t stream) const;
 
  private:
   AttentionProblem problem_;
+  std::uint64_t seed_;
   DeviceBuffer q_, k_, v_, o_, lse_, bias_;
+  DeviceBuffer row_index_, gathered_, scan_;  // read_rows' scratch, grown as needed
 };
 
-// prepare + poison + one run + read back + compare with the float64 reference. Synchronizes.
-// `check_lse` also compares the logsumexp the backend wrote (backends that write one).
-Verification run_and_verify(AttentionBackend& backend, const HostInputs& inputs, DeviceCase& device,
-                            cudaStream_t stream, bool check_lse = false);
+// prepare + poison + one run + read back the checked rows + compare with the float64
+// reference. Synchronizes. `options.compare_lse` also checks the logsumexp the backend wrote.
+Verification run_and_verify(AttentionBackend& backend, DeviceCase& device, cudaStream_t stream,
+                            const VerifyOptions& options = {}, std::int64_t max_rows = kDefaultRowsChecked);
 
 }  // namespace attnprof

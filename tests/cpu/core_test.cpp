@@ -1,5 +1,5 @@
-// Small pure pieces: 16-bit conversions, FLOP counts and labels, sweep tags, API names, and the
-// float64 reference on problems whose answer is known by hand.
+// Small pure pieces: 16-bit conversions, FLOP counts and labels, sweep tags, API names. The
+// float64 reference and the generated inputs are tested in reference_test.cpp.
 #include <cmath>
 #include <limits>
 
@@ -8,7 +8,6 @@
 #include "collector/sweep_tags.hpp"
 #include "core/half_convert.hpp"
 #include "core/types.hpp"
-#include "runner/reference.hpp"
 
 namespace attnprof {
 namespace {
@@ -78,73 +77,6 @@ TEST(SweepTags, ApiNamesAndDemangling) {
   EXPECT_EQ(demangle("_Z6kernelPfi"), "kernel(float*, int)");
   EXPECT_EQ(demangle("flash_fwd_kernel"), "flash_fwd_kernel");
   EXPECT_EQ(demangle(nullptr), "<unnamed>");
-}
-
-HostInputs tiny_inputs(int seq_q, int seq_kv, int d, bool causal) {
-  AttentionProblem p;
-  p.shape = {1, 1, seq_q, seq_kv, d};
-  p.dtype = DType::fp32;
-  p.causal = causal;
-  return make_host_inputs(p, 1234);
-}
-
-TEST(Reference, OneKeyGivesItsValueRow) {
-  const HostInputs in = tiny_inputs(3, 1, 4, false);
-  std::vector<double> out;
-  double lse = 0;
-  reference_row(in, 0, 0, 2, out, &lse);
-  for (int c = 0; c < 4; ++c) EXPECT_DOUBLE_EQ(out[c], in.v[c]);
-  double dot = 0;
-  for (int c = 0; c < 4; ++c) dot += static_cast<double>(in.q[2 * 4 + c]) * in.k[c];
-  EXPECT_NEAR(lse, dot * 0.5, 1e-12);  // scale 1/sqrt(4); a single term: lse is the scaled score
-}
-
-TEST(Reference, CausalRowZeroSeesOnlyKeyZero) {
-  const HostInputs in = tiny_inputs(4, 4, 8, true);
-  std::vector<double> out;
-  reference_row(in, 0, 0, 0, out);
-  for (int c = 0; c < 8; ++c) EXPECT_DOUBLE_EQ(out[c], in.v[c]);
-}
-
-TEST(Reference, EqualScoresAverageTheValues) {
-  HostInputs in = tiny_inputs(1, 3, 2, false);
-  std::fill(in.q.begin(), in.q.end(), 0.f);  // every score 0: uniform weights
-  std::vector<double> out;
-  reference_row(in, 0, 0, 0, out);
-  for (int c = 0; c < 2; ++c) EXPECT_NEAR(out[c], (in.v[c] + in.v[2 + c] + in.v[4 + c]) / 3.0, 1e-12);
-}
-
-TEST(Reference, VerifyCatchesPoisonAndWrongValues) {
-  const HostInputs in = tiny_inputs(5, 7, 8, true);
-  std::vector<float> good(5 * 8);
-  std::vector<double> row;
-  for (int i = 0; i < 5; ++i) {
-    reference_row(in, 0, 0, i, row);
-    for (int c = 0; c < 8; ++c) good[i * 8 + c] = static_cast<float>(row[c]);
-  }
-  EXPECT_TRUE(verify_attention(in, good).passed);
-  std::vector<float> poisoned = good;
-  poisoned[13] = std::numeric_limits<float>::quiet_NaN();
-  const Verification p = verify_attention(in, poisoned);
-  EXPECT_FALSE(p.passed);
-  EXPECT_EQ(p.non_finite, 1);
-  EXPECT_NE(p.detail.find("row 1, column 5"), std::string::npos) << p.detail;
-  std::vector<float> wrong = good;
-  for (float& v : wrong) v *= 1.01f;
-  EXPECT_FALSE(verify_attention(in, wrong).passed);  // 1% off is far above the fp32 bound
-}
-
-TEST(Reference, RowsToCheckCoverTheTailAndStayInRange) {
-  const AttentionShape s{2, 16, 4097, 4097, 64};
-  const std::vector<std::int64_t> rows = rows_to_check(s, 1024);
-  EXPECT_EQ(rows.size(), 1024u);
-  const std::int64_t total = 2LL * 16 * 4097;
-  EXPECT_EQ(rows.back(), total - 1);
-  for (std::int64_t r : rows) {
-    EXPECT_GE(r, 0);
-    EXPECT_LT(r, total);
-  }
-  EXPECT_EQ(rows_to_check({1, 1, 10, 10, 8}, 1024).size(), 10u);
 }
 
 }  // namespace

@@ -82,12 +82,11 @@ TEST_P(BackendCorrectness, MatchesFloat64Reference) {
 
   // A fresh seed per test and per process run: the kernel must be right on any input.
   const std::uint64_t seed = std::random_device{}();
-  const HostInputs inputs = make_host_inputs(c.problem, seed);
-  DeviceCase device_case(inputs);
   CudaStream stream;
+  DeviceCase device_case(c.problem, seed, stream.get());
   Verification v;
   try {
-    v = run_and_verify(backend, inputs, device_case, stream.get());
+    v = run_and_verify(backend, device_case, stream.get());
   } catch (const BackendUnsupportedError& e) {
     GTEST_SKIP() << "the plan build rejected it: " << e.what();
   }

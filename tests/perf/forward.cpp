@@ -15,7 +15,6 @@
 #include "gpu/device_info.hpp"
 #include "gpu/device_memory.hpp"
 #include "runner/device_case.hpp"
-#include "runner/host_inputs.hpp"
 
 int main(int argc, char** argv) {
   using namespace attnprof;
@@ -45,9 +44,8 @@ int main(int argc, char** argv) {
     if (auto why = backend->check_device(query_device_properties(0))) throw UsageError("cannot run here: " + *why);
     if (auto why = backend->check_problem(problem)) throw UsageError("cannot run this problem: " + *why);
 
-    const HostInputs inputs = make_host_inputs(problem, 1);
-    DeviceCase device_case(inputs);
     CudaStream stream;
+    DeviceCase device_case(problem, 1, stream.get());
     backend->prepare(problem, stream.get());
     for (int i = 0; i < iterations; ++i) backend->run(problem, device_case.buffers(), stream.get());
     CUDA_CHECK(cudaStreamSynchronize(stream.get()));
