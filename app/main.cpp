@@ -1,4 +1,5 @@
-// attnprof: the command line. Parses arguments, calls the library, maps errors to exit codes.
+// attnprof: the command line. Parses arguments into a request, hands it to its command
+// (lib/commands, one file per command), maps errors to exit codes.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -12,7 +13,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "app/commands.hpp"
+#include "commands/check.hpp"
+#include "commands/inventory.hpp"
+#include "commands/merge.hpp"
+#include "commands/profile.hpp"
+#include "commands/report.hpp"
+#include "commands/run.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
 
@@ -41,7 +47,7 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 1 check found a regression or surprise, 2 usage or config error,\n"
       "            3 some cases failed (the others ran and were written), 4 no usable GPU.");
 
-  RunCommand run;
+  RunRequest run;
   CLI::App* run_cmd = app.add_subcommand("run", "run the backends over the config's cases and write trace.json + summary.json");
   run_cmd->add_option("--config,-c", run.config_path, "config file (default: the embedded configs/default.json)")
       ->check(CLI::ExistingFile);
@@ -79,11 +85,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
 
   CLI::App* devices_cmd = app.add_subcommand("devices", "list GPUs, driver, CUDA, CUPTI and cuDNN versions");
-  BackendsCommand backends;
+  BackendsRequest backends;
   CLI::App* backends_cmd = app.add_subcommand("backends", "what each backend runs on this GPU, and why not");
   backends_cmd->add_option("--device", backends.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
 
-  CheckCommand check;
+  CheckRequest check;
   CLI::App* check_cmd = app.add_subcommand(
       "check", "compare a summary.json with a baseline summary; exit 1 on a regression (for CI)");
   check_cmd->add_option("--baseline", check.baseline_path, "the baseline summary.json (created by --update)")->required();
@@ -97,14 +103,14 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--format,-f", check.format, "report format: table, md or json")
       ->check(CLI::IsMember({"table", "md", "json"}));
 
-  ReportCommand report;
+  ReportRequest report;
   CLI::App* report_cmd = app.add_subcommand("report", "rebuild the summary from a saved trace (attnprof's or Kineto's)");
   report_cmd->add_option("trace", report.trace_path, "trace.json")->required();
   report_cmd->add_option("--format,-f", report.format, "table, md, csv or json")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
   report_cmd->add_option("--out,-o", report.summary_out, "also write the rebuilt summary.json here");
 
-  ProfileCommand profile;
+  ProfileRequest profile;
   CLI::App* profile_cmd = app.add_subcommand("profile", "profile any CUDA program (PyTorch included) through CUPTI injection");
   profile_cmd->add_option("--out,-o", profile.out_dir, "output directory (default: traces/profile-<UTC time>)");
   profile_cmd->add_option("--format,-f", profile.format, "table, md, csv or json")
@@ -115,7 +121,7 @@ int main(int argc, char** argv) {
       "Exit code: the command's own (128+N when signal N ended it); 2 for a usage error.\n"
       "SIGINT/SIGTERM sent to attnprof are passed on to the command, which writes its profile before it ends.");
 
-  MergeCommand merge;
+  MergeRequest merge;
   CLI::App* merge_cmd = app.add_subcommand("merge", "merge per-rank traces into one trace with a track per rank");
   merge_cmd->add_option("inputs", merge.inputs, "trace files or directories holding them")->required();
   merge_cmd->add_option("--out,-o", merge.out_path, "merged trace path")->required();

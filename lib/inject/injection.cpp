@@ -32,6 +32,8 @@
 #include "inject/driver_devices.hpp"
 #include "summary/program_summary.hpp"
 #include "trace/annotate.hpp"
+#include "trace/chrome_trace_writer.hpp"
+#include "trace/trace_files.hpp"
 
 namespace attnprof {
 namespace {
@@ -140,9 +142,13 @@ void flush_outputs(const char* why) {
 
     RunSummary summary = summarize_program(batch, devices, info, capture, notes);
     for (CaseSummary& c : summary.cases) c.device = summary.device.id;  // the device its work is judged on
-    const std::filesystem::path trace_path = s->out_dir / program_output_name("trace", info.pid, info.rank);
-    const std::filesystem::path summary_path = s->out_dir / program_output_name("summary", info.pid, info.rank);
-    write_program_outputs(batch, summary, devices, info, notes, trace_path, summary_path);
+    const std::filesystem::path trace_path = s->out_dir / trace::process_output_name("trace", info.pid, info.rank);
+    const std::filesystem::path summary_path = s->out_dir / trace::process_output_name("summary", info.pid, info.rank);
+    trace::ChromeTraceWriter writer(trace_path, program_trace_header(batch, devices, info));
+    for (const CaseSummary& c : summary.cases) writer.add_case({c.label, c.backend});
+    writer.write(batch);
+    writer.finish(nlohmann::json(program_provenance(summary, info, notes)));
+    write_json_atomically(summary_path.string(), nlohmann::json(summary));
     log(fmt::format("pid {} ({}): {} kernels, {} memcpy, {} memset in {} case(s) -> {}", info.pid, why,
                     batch.kernels.size(), batch.memcpys.size(), batch.memsets.size(), summary.cases.size(),
                     trace_path.string()));

@@ -11,14 +11,9 @@
 #include "core/utc_time.hpp"
 #include "core/version.hpp"
 #include "summary/findings.hpp"
-#include "trace/chrome_trace_writer.hpp"
 #include "trace/projection.hpp"
 
 namespace attnprof {
-namespace {
-
-
-}  // namespace
 
 AttentionProblem unknown_problem() {
   AttentionProblem p;
@@ -89,11 +84,8 @@ RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<Devi
   return s;
 }
 
-void write_program_outputs(const trace::ActivityBatch& batch, const RunSummary& summary,
-                           const std::vector<DeviceProperties>& devices, const ProgramInfo& info,
-                           const std::vector<std::string>& notes, const std::filesystem::path& trace_path,
-                           const std::filesystem::path& summary_path) {
-  // ts is relative to the first record, so every value keeps its nanoseconds.
+trace::TraceHeader program_trace_header(const trace::ActivityBatch& batch, const std::vector<DeviceProperties>& devices,
+                                        const ProgramInfo& info) {
   std::uint64_t base = std::numeric_limits<std::uint64_t>::max();
   auto earliest = [&](const auto& records) {
     for (const auto& r : records)
@@ -116,32 +108,18 @@ void write_program_outputs(const trace::ActivityBatch& batch, const RunSummary& 
   header.rank = info.rank;
   header.local_rank = info.local_rank;
   header.world_size = info.world_size;
-  trace::ChromeTraceWriter writer(trace_path, header);
-  for (const CaseSummary& c : summary.cases) writer.add_case({c.label, c.backend});
-  writer.write(batch);
-  nlohmann::json metadata = {{"tool", "attnprof"},
-                             {"version", summary.tool_version},
-                             {"command", "profile"},
-                             {"program", info.command},
-                             {"pid", info.pid},
-                             {"versions",
-                              {{"driver", summary.driver_version}, {"cupti", summary.cupti_version}}},
-                             {"capture",
-                              {{"records", summary.capture.records},
-                               {"dropped_records", summary.capture.dropped_records},
-                               {"buffers_declined", summary.capture.buffers_declined},
-                               {"invalid_timestamps", summary.capture.invalid_timestamps}}},
-                             {"notes", notes},
-                             {"summary", summary}};
-  if (info.rank) metadata["rank"] = *info.rank;
-  if (info.local_rank) metadata["local_rank"] = *info.local_rank;
-  if (info.world_size) metadata["world_size"] = *info.world_size;
-  writer.finish(metadata);
-  write_json_atomically(summary_path.string(), nlohmann::json(summary));
+  return header;
 }
 
-std::string program_output_name(const std::string& stem, std::uint32_t pid, std::optional<int> rank) {
-  return rank ? fmt::format("{}-rank{}-pid{}.json", stem, *rank, pid) : fmt::format("{}-pid{}.json", stem, pid);
+Provenance program_provenance(const RunSummary& summary, const ProgramInfo& info, const std::vector<std::string>& notes) {
+  Provenance p = Provenance::of("profile", summary);
+  p.program = info.command;
+  p.pid = info.pid;
+  p.rank = info.rank;
+  p.local_rank = info.local_rank;
+  p.world_size = info.world_size;
+  p.notes = notes;
+  return p;
 }
 
 }  // namespace attnprof

@@ -5,15 +5,16 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/device_properties.hpp"
 #include "summary/case_accumulator.hpp"
+#include "summary/provenance.hpp"
 #include "summary/summary.hpp"
 #include "trace/annotation_cases.hpp"
+#include "trace/chrome_trace_writer.hpp"
 #include "trace/model.hpp"
 
 namespace attnprof {
@@ -46,15 +47,12 @@ struct ProgramInfo {
 RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<DeviceProperties>& devices,
                              const ProgramInfo& info, const trace::CaptureHealth& capture, std::vector<std::string>& notes);
 
-// Writes the batch (already through summarize_program) as a Kineto-compatible trace with the
-// summary inside its `attnprof` metadata, and the summary as JSON.
-void write_program_outputs(const trace::ActivityBatch& batch, const RunSummary& summary,
-                           const std::vector<DeviceProperties>& devices, const ProgramInfo& info,
-                           const std::vector<std::string>& notes, const std::filesystem::path& trace_path,
-                           const std::filesystem::path& summary_path);
+// The trace header of a profiled process: timestamps relative to its first record (so every
+// value keeps its nanoseconds), its devices, and a host track named after the command.
+trace::TraceHeader program_trace_header(const trace::ActivityBatch& batch, const std::vector<DeviceProperties>& devices,
+                                        const ProgramInfo& info);
 
-// "trace-pid1234.json" / "trace-rank3-pid1234.json" (and "summary-..."): one output per process,
-// so every process of a job that uses CUDA gets its own.
-std::string program_output_name(const std::string& stem, std::uint32_t pid, std::optional<int> rank);
+// The trace's provenance for a profiled process's summary.
+Provenance program_provenance(const RunSummary& summary, const ProgramInfo& info, const std::vector<std::string>& notes);
 
 }  // namespace attnprof

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.hpp"
 #include "core/json_numbers.hpp"
 #include "summary/case_accumulator.hpp"
 #include "summary/kernel_category.hpp"
@@ -148,6 +149,25 @@ KernelSummary kernel_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+namespace trace {
+
+void to_json(nlohmann::json& j, const CaptureHealth& c) {
+  j = {{"records", c.records},
+       {"dropped_records", c.dropped_records},
+       {"buffers_declined", c.buffers_declined},
+       {"invalid_timestamps", c.invalid_timestamps},
+       {"complete", c.complete()}};
+}
+
+void from_json(const nlohmann::json& j, CaptureHealth& c) {
+  c.records = json_integer_or(j, "records", std::uint64_t{0});
+  c.dropped_records = json_integer_or(j, "dropped_records", std::uint64_t{0});
+  c.buffers_declined = json_integer_or(j, "buffers_declined", std::uint64_t{0});
+  c.invalid_timestamps = json_integer_or(j, "invalid_timestamps", std::uint64_t{0});
+}
+
+}  // namespace trace
+
 void to_json(nlohmann::json& j, const CaseSummary& c) {
   j = nlohmann::json::object();
   j["label"] = c.label;
@@ -259,11 +279,7 @@ void to_json(nlohmann::json& j, const RunSummary& r) {
                    {"cuda_runtime", r.cuda_runtime_version},
                    {"cupti", r.cupti_version},
                    {"cudnn", r.cudnn_version}};
-  j["capture"] = {{"records", r.capture.records},
-                  {"dropped_records", r.capture.dropped_records},
-                  {"buffers_declined", r.capture.buffers_declined},
-                  {"invalid_timestamps", r.capture.invalid_timestamps},
-                  {"complete", r.capture.complete()}};
+  j["capture"] = r.capture;
   j["interrupted"] = r.interrupted;
   j["cases"] = r.cases;
 }
@@ -285,13 +301,34 @@ void from_json(const nlohmann::json& j, RunSummary& r) {
   r.cuda_runtime_version = versions.value("cuda_runtime", "");
   r.cupti_version = versions.value("cupti", "");
   r.cudnn_version = versions.value("cudnn", "");
-  const nlohmann::json capture = j.value("capture", nlohmann::json::object());
-  r.capture.records = json_integer_or(capture, "records", std::uint64_t{0});
-  r.capture.dropped_records = json_integer_or(capture, "dropped_records", std::uint64_t{0});
-  r.capture.buffers_declined = json_integer_or(capture, "buffers_declined", std::uint64_t{0});
-  r.capture.invalid_timestamps = json_integer_or(capture, "invalid_timestamps", std::uint64_t{0});
+  r.capture = j.value("capture", nlohmann::json::object()).get<trace::CaptureHealth>();
   r.interrupted = j.value("interrupted", false);
   r.cases = j.at("cases").get<std::vector<CaseSummary>>();
+}
+
+RunSummary combine_summaries(const std::vector<LabelledSummary>& parts) {
+  RunSummary combined;
+  if (!parts.empty()) {
+    combined = parts.front().summary;
+    combined.cases.clear();
+    combined.capture = {};
+    combined.interrupted = false;
+  }
+  for (const LabelledSummary& part : parts) {
+    combined.capture += part.summary.capture;
+    combined.interrupted = combined.interrupted || part.summary.interrupted;
+    for (CaseSummary c : part.summary.cases) {
+      if (!part.label.empty()) c.label = "[" + part.label + "] " + c.label;
+      combined.cases.push_back(std::move(c));
+    }
+  }
+  return combined;
+}
+
+int run_exit_code(const RunSummary& summary, bool outputs_complete) {
+  bool ok = outputs_complete && !summary.interrupted;
+  for (const CaseSummary& c : summary.cases) ok = ok && (c.status == CaseStatus::ok || c.status == CaseStatus::skipped);
+  return ok ? kExitOk : kExitPartialFailure;
 }
 
 RunSummary load_summary(const std::string& path) {

@@ -147,10 +147,29 @@ CaseSummary summarize_case(const CaseMeasurements& measured, const trace::Activi
 double median(std::vector<double> values);
 double percentile(std::vector<double> values, double p);
 
+namespace trace {
+void to_json(nlohmann::json& j, const CaptureHealth& c);  // the four counts and "complete"
+void from_json(const nlohmann::json& j, CaptureHealth& c);
+}  // namespace trace
+
 void to_json(nlohmann::json& j, const CaseSummary& c);
 void from_json(const nlohmann::json& j, CaseSummary& c);
 void to_json(nlohmann::json& j, const RunSummary& r);
 void from_json(const nlohmann::json& j, RunSummary& r);
+
+// Several processes' summaries as one: the first one's header, every summary's cases in order
+// (labels prefixed "[<label>] " when a label is given), capture counts added, interrupted if
+// any was.
+struct LabelledSummary {
+  std::string label;  // "rank 1", "pid 4242"; empty: the labels stay as they are
+  RunSummary summary;
+};
+RunSummary combine_summaries(const std::vector<LabelledSummary>& parts);
+
+// The exit code of a run, whatever wrote it (one GPU, several, a worker): kExitOk when every case
+// ran or was skipped with its reason and nothing was interrupted or lost, kExitPartialFailure
+// otherwise. `outputs_complete` false: a process of the run ended without writing its outputs.
+int run_exit_code(const RunSummary& summary, bool outputs_complete = true);
 
 // Reads a summary.json; throws std::runtime_error naming the file and the problem.
 RunSummary load_summary(const std::string& path);

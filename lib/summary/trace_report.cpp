@@ -16,6 +16,7 @@
 #include "summary/case_accumulator.hpp"
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"
+#include "summary/provenance.hpp"
 #include "trace/annotate.hpp"
 #include "trace/annotation_cases.hpp"
 #include "trace/chrome_trace_reader.hpp"
@@ -239,13 +240,12 @@ class ReportBuilder {
   }
   void take(const trace::OverheadActivity&, const trace::TraceEvent&) {}
 
-  std::optional<std::vector<Expectation>> expectations(const trace::TraceDocument& doc, const TraceReportOptions& options,
+  std::optional<std::vector<Expectation>> expectations(const Provenance& provenance, const TraceReportOptions& options,
                                                        TraceReport& report) const {
-    if (options.known_backends.empty() || !doc.attnprof.is_object()) return std::nullopt;
-    const auto config = doc.attnprof.find("config");
-    if (config == doc.attnprof.end() || !config->is_object()) return std::nullopt;
+    if (options.known_backends.empty() || !provenance.config.is_object()) return std::nullopt;
     try {
-      return parse_config(config->dump(), doc.attnprof.value("config_source", std::string("trace config")),
+      return parse_config(provenance.config.dump(),
+                          provenance.config_source.empty() ? "trace config" : provenance.config_source,
                           options.known_backends)
           .expect;
     } catch (const std::exception& e) {
@@ -257,20 +257,12 @@ class ReportBuilder {
   }
 
   void build_from_tags(const trace::TraceDocument& doc, const TraceReportOptions& options, TraceReport& report) {
-    std::string command;
-    if (const auto it = doc.attnprof.find("command"); it != doc.attnprof.end() && it->is_string()) command = *it;
-    report.origin = command.empty() ? "attnprof" : "attnprof " + command;
-    std::optional<RunSummary> stored;
-    if (doc.attnprof.is_object() && doc.attnprof.contains("summary")) {
-      try {
-        stored = doc.attnprof.at("summary").get<RunSummary>();
-      } catch (const std::exception& e) {
-        report.notes.push_back(fmt::format("the summary stored in the trace could not be read ({})", e.what()));
-      }
-    }
+    const Provenance provenance = read_provenance(doc.attnprof, report.notes);
+    report.origin = provenance.command.empty() ? "attnprof" : "attnprof " + provenance.command;
+    const std::optional<RunSummary>& stored = provenance.summary;
     const CaseAccumulator empty;
     if (stored) {
-      const std::optional<std::vector<Expectation>> expect = expectations(doc, options, report);
+      const std::optional<std::vector<Expectation>> expect = expectations(provenance, options, report);
       RunSummary& out = report.summary;
       out = *stored;
       out.cases.clear();

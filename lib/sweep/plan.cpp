@@ -11,6 +11,31 @@
 
 namespace attnprof {
 
+std::uint64_t case_seed(std::uint64_t seed, const AttentionProblem& problem) {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a of the problem's name, backend left out
+  for (unsigned char ch : case_label("", problem)) hash = (hash ^ ch) * 1099511628211ull;
+  return seed ^ hash;
+}
+
+std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std::string>& backends) {
+  std::vector<PlannedCase> cases;
+  for (const std::string& backend : backends)
+    for (const ShapeSpec& shape : config.shapes)
+      for (DType dtype : config.dtypes)
+        for (bool causal : config.causal) {
+          PlannedCase c;
+          c.backend = backend;
+          c.problem.shape = shape.shape;
+          c.problem.dtype = dtype;
+          c.problem.causal = causal;
+          c.problem.has_bias = shape.bias;
+          c.label = case_label(backend, c.problem);
+          c.seed = case_seed(config.seed, c.problem);
+          cases.push_back(std::move(c));
+        }
+  return cases;
+}
+
 std::vector<int> parse_device_list(const std::string& text, std::optional<int> device_count) {
   if (text == "all") {
     if (!device_count) throw UsageError("--devices all: the number of GPUs is not known here");

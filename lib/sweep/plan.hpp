@@ -1,12 +1,15 @@
-// Which GPUs a run uses and which of its cases each one runs (`attnprof run --devices`). Plain
-// functions over the planned sweep: no GPU is touched, so the CPU tests cover them.
+// The plan of a sweep: its cases in order, the inputs each one draws, which GPUs run it and
+// which cases each GPU runs (`attnprof run --devices`). Plain functions: no GPU is touched, so
+// the CPU tests cover them.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
 #include "core/types.hpp"
 
 namespace attnprof {
@@ -15,7 +18,15 @@ struct PlannedCase {
   std::string backend;
   AttentionProblem problem;
   std::string label;
+  std::uint64_t seed = 0;  // of the case's inputs: the same for every backend of one problem
 };
+
+// The cases a config asks for, in sweep order: backend, then shape, dtype, causal.
+std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std::string>& backends);
+
+// The seed of a problem's inputs under the config's seed: from the problem's name, so inputs do
+// not change when cases are added or reordered, and every backend of a problem sees the same.
+std::uint64_t case_seed(std::uint64_t seed, const AttentionProblem& problem);
 
 // "all" -> 0..device_count-1; "0,2" -> {0, 2}, in the order given. Throws UsageError for text
 // that is no list of ordinals, a repeated ordinal (two workers on one GPU would time each

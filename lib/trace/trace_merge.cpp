@@ -11,6 +11,7 @@
 
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
+#include "trace/trace_files.hpp"
 
 namespace attnprof::trace {
 namespace {
@@ -233,6 +234,44 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
   }
   writer.finish(metadata ? metadata(result) : nlohmann::json::object());
   return result;
+}
+
+std::vector<MergeInput> plan_rank_merge(std::vector<TraceHead> heads) {
+  for (TraceHead& h : heads)
+    if (!h.rank) h.rank = rank_in_file_name(h.path);
+  std::stable_sort(heads.begin(), heads.end(), [](const TraceHead& a, const TraceHead& b) {
+    if (a.rank.has_value() != b.rank.has_value()) return a.rank.has_value();
+    if (a.rank != b.rank) return *a.rank < *b.rank;
+    return a.host_process.value_or(0) < b.host_process.value_or(0);
+  });
+  std::set<std::uint32_t> slots;
+  for (const TraceHead& h : heads)
+    if (h.rank && *h.rank >= 0) slots.insert(static_cast<std::uint32_t>(*h.rank));
+  std::uint32_t next_free = 0;
+  auto fresh_slot = [&] {
+    while (slots.count(next_free) > 0) ++next_free;
+    slots.insert(next_free);
+    return next_free;
+  };
+  std::vector<MergeInput> inputs;
+  std::set<std::uint32_t> claimed;
+  std::map<std::string, int> label_uses;
+  for (TraceHead& h : heads) {
+    MergeInput in;
+    if (h.rank) {
+      in.label = fmt::format("rank {}", *h.rank);
+      const auto wanted = static_cast<std::uint32_t>(std::max(*h.rank, 0));
+      in.slot = claimed.insert(wanted).second ? wanted : fresh_slot();  // two traces of one rank: two jobs
+    } else {
+      in.label = h.host_process ? fmt::format("pid {}", *h.host_process) : h.path.stem().string();
+      in.slot = fresh_slot();
+    }
+    claimed.insert(in.slot);
+    if (const int uses = ++label_uses[in.label]; uses > 1) in.label += fmt::format(" ({})", uses);
+    in.head = std::move(h);
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
 }
 
 }  // namespace attnprof::trace

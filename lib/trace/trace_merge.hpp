@@ -92,4 +92,9 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
 // "rank 1 / GPU 0" style: `label` + " / " + `name`, or `name` alone without a label.
 std::string labelled(const std::string& label, const std::string& name);
 
+// Order and names for the inputs of a job's merge: by rank (distributedInfo, or rank<R> in the
+// file name), then those without one by pid. Each gets a label ("rank 1", "pid 4242") and a
+// slot of its own (its rank, when no other input claims it).
+std::vector<MergeInput> plan_rank_merge(std::vector<TraceHead> heads);
+
 }  // namespace attnprof::trace

@@ -19,6 +19,7 @@
 #include "trace/chrome_trace_reader.hpp"
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/projection.hpp"
+#include "trace/trace_files.hpp"
 
 namespace attnprof {
 namespace {
@@ -364,10 +365,17 @@ TEST(ProgramSummary, TheProfileTraceGivesBackTheProfileSummaryExactly) {
   trace::CaptureHealth capture;
   capture.records = 99;
   const RunSummary s = summarize_program(batch, {sm90_reference_properties()}, info, capture, notes);
-  const std::filesystem::path trace_path = dir / program_output_name("trace", info.pid, info.rank);
-  const std::filesystem::path summary_path = dir / program_output_name("summary", info.pid, info.rank);
+  const std::filesystem::path trace_path = dir / trace::process_output_name("trace", info.pid, info.rank);
+  const std::filesystem::path summary_path = dir / trace::process_output_name("summary", info.pid, info.rank);
   EXPECT_EQ(trace_path.filename(), "trace-rank3-pid4242.json");
-  write_program_outputs(batch, s, {sm90_reference_properties()}, info, notes, trace_path, summary_path);
+  {
+    // What the injection writes when the program ends (inject/injection.cpp).
+    trace::ChromeTraceWriter writer(trace_path, program_trace_header(batch, {sm90_reference_properties()}, info));
+    for (const CaseSummary& c : s.cases) writer.add_case({c.label, c.backend});
+    writer.write(batch);
+    writer.finish(nlohmann::json(program_provenance(s, info, notes)));
+    write_json_atomically(summary_path.string(), nlohmann::json(s));
+  }
 
   // (summary.json keeps the device's name and SM count only; the trace keeps all of it.)
   EXPECT_EQ(nlohmann::json(load_summary(summary_path.string()))["cases"], nlohmann::json(s)["cases"]);

@@ -15,7 +15,7 @@
 
 #include "backends/backend.hpp"
 #include "core/errors.hpp"
-#include "runner/runner.hpp"
+#include "commands/run.hpp"
 
 namespace attnprof {
 namespace {

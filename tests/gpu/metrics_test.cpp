@@ -21,7 +21,7 @@
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
 #include "gpu/device_memory.hpp"
-#include "runner/runner.hpp"
+#include "commands/run.hpp"
 
 namespace attnprof {
 namespace testing {

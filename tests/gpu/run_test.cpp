@@ -12,7 +12,7 @@
 
 #include "backends/backend.hpp"
 #include "config/config.hpp"
-#include "runner/runner.hpp"
+#include "commands/run.hpp"
 
 namespace attnprof {
 namespace {

@@ -15,15 +15,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "runner/device_workers.hpp"
+#include "commands/run_devices.hpp"
 #include "sweep/plan.hpp"
 #include "summary/findings.hpp"
 #include "summary/kernel_category.hpp"
-#include "summary/merged_summary.hpp"
+#include "commands/merge.hpp"
 #include "summary/render.hpp"
 #include "summary/trace_report.hpp"
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_writer.hpp"
+#include "trace/trace_files.hpp"
 #include "trace/trace_merge.hpp"
 
 namespace attnprof {
@@ -519,12 +520,12 @@ TEST(Merge, FindsOnlyAttnprofsPerProcessTraces) {
   for (const char* name : {"trace.json", "trace-pid12.json", "trace-rank3-pid12.json", "summary.json",
                            "trace-merged.json", "trace.json.tmp", "notes.json"})
     std::ofstream(dir / name) << "{}";
-  const auto found = find_process_traces({dir}, dir / "trace-merged.json");
+  const auto found = trace::find_process_traces({dir}, dir / "trace-merged.json");
   std::set<std::string> names;
   for (const auto& p : found) names.insert(p.filename().string());
   EXPECT_EQ(names, (std::set<std::string>{"trace.json", "trace-pid12.json", "trace-rank3-pid12.json"}));
-  EXPECT_THROW(find_process_traces({dir / "nothing here"}, {}), UsageError);
-  EXPECT_THROW(find_process_traces({fresh_dir("empty")}, {}), UsageError);
+  EXPECT_THROW(trace::find_process_traces({dir / "nothing here"}, {}), UsageError);
+  EXPECT_THROW(trace::find_process_traces({fresh_dir("empty")}, {}), UsageError);
   EXPECT_EQ(merged_summary_path("/x/trace.json"), std::filesystem::path("/x/summary.json"));
   EXPECT_EQ(merged_summary_path("/x/trace-merged.json"), std::filesystem::path("/x/summary-merged.json"));
   EXPECT_EQ(merged_summary_path("/x/job.json"), std::filesystem::path("/x/job-summary.json"));

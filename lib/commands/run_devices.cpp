@@ -1,12 +1,9 @@
-#include "runner/device_workers.hpp"
+// The story of `attnprof run --devices`: share the cases out, start one worker process per GPU
+// (each a one-GPU `attnprof run` of its share), pass signals on and wait, put the workers'
+// summaries back into sweep order (a worker that died fails its cases with the reason), merge
+// their traces into one, write the summary, and keep a failed worker's outputs for a look.
+#include "commands/run_devices.hpp"
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <array>
-#include <cerrno>
 #include <cstring>
 #include <map>
 
@@ -14,86 +11,17 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.hpp"
-#include "process/scoped_signal_handlers.hpp"
 #include "process/spawn.hpp"
+#include "summary/provenance.hpp"
 #include "trace/trace_merge.hpp"
 
 namespace attnprof {
 namespace {
 
-// The workers' pids, for the signal handler (async-signal-safe: a fixed array, plain stores).
-constexpr std::size_t kMaxWorkers = 1024;
-std::array<volatile sig_atomic_t, kMaxWorkers> g_workers{};
-volatile sig_atomic_t g_worker_count = 0;
-
-// Signals sent to attnprof itself (kill, timeout, a CI runner) go on to every worker; a Ctrl-C
-// on the terminal reached the whole process group already (the kernel marks it SI_KERNEL).
-extern "C" void forward_to_workers(int sig, siginfo_t* info, void*) {
-  if (info != nullptr && info->si_code > 0) return;
-  for (sig_atomic_t i = 0; i < g_worker_count; ++i)
-    if (g_workers[static_cast<std::size_t>(i)] > 0) kill(static_cast<pid_t>(g_workers[static_cast<std::size_t>(i)]), sig);
-}
-
-// The workers are forgotten before the previous handlers come back (members go last).
-class WorkerSignalForwarding {
- public:
-  ~WorkerSignalForwarding() { g_worker_count = 0; }
-
- private:
-  ScopedSignalHandlers handlers_{forward_to_workers};
-};
-
 void say(std::FILE* progress, const std::string& text) {
   if (progress == nullptr) return;
   std::fprintf(progress, "attnprof run: %s\n", text.c_str());
   std::fflush(progress);
-}
-
-pid_t spawn_worker(const std::vector<std::string>& command, std::string& error) {
-  pid_t pid = 0;
-  const int status = spawn_with_default_signals(command, nullptr, pid);  // our environment
-  if (status != 0) {
-    error = std::strerror(status);
-    return 0;
-  }
-  return pid;
-}
-
-// Waits for every started worker, polling so that no signal handler needs to interrupt a wait.
-void wait_for_workers(std::vector<DeviceWorker>& workers) {
-  std::size_t running = 0;
-  for (const DeviceWorker& w : workers) running += w.pid > 0 ? 1 : 0;
-  while (running > 0) {
-    for (DeviceWorker& w : workers) {
-      if (w.pid <= 0) continue;
-      int status = 0;
-      const pid_t done = waitpid(w.pid, &status, WNOHANG);
-      if (done == 0) continue;
-      if (done < 0 && errno == EINTR) continue;
-      if (done < 0) {
-        w.exit_code = 127;  // not ours to wait for any more: counted as lost
-      } else if (WIFEXITED(status)) {
-        w.exit_code = WEXITSTATUS(status);
-      } else if (WIFSIGNALED(status)) {
-        w.signal = WTERMSIG(status);
-        w.exit_code = 128 + *w.signal;
-      }
-      for (sig_atomic_t i = 0; i < g_worker_count; ++i)
-        if (g_workers[static_cast<std::size_t>(i)] == w.pid) g_workers[static_cast<std::size_t>(i)] = 0;
-      w.pid = -w.pid;  // done; keep the number for the record
-      --running;
-    }
-    if (running > 0) {
-      const timespec pause{0, 20'000'000};
-      nanosleep(&pause, nullptr);
-    }
-  }
-  for (DeviceWorker& w : workers) w.pid = w.pid < 0 ? -w.pid : w.pid;
-}
-
-std::string how_it_ended(const DeviceWorker& w) {
-  if (w.signal) return fmt::format("was ended by signal {} ({})", *w.signal, strsignal(*w.signal));
-  return fmt::format("exited with code {}", w.exit_code);
 }
 
 CaseSummary lost_case(const PlannedCase& pc, int device, const std::string& reason) {
@@ -105,6 +33,27 @@ CaseSummary lost_case(const PlannedCase& pc, int device, const std::string& reas
   c.status = CaseStatus::failed;
   c.reason = reason;
   return c;
+}
+
+// Starts every worker, then waits for all of them; signals sent to attnprof go on to them.
+void start_and_wait(std::vector<DeviceWorker>& workers, const DeviceRunOptions& o, std::vector<std::string>& notes) {
+  ChildSignalForwarding forwarding;  // before the first spawn, so no signal falls between
+  std::vector<pid_t> started;
+  std::vector<DeviceWorker*> running;
+  for (DeviceWorker& w : workers) {
+    const int error = spawn_with_default_signals(o.worker_command(w.share), nullptr, w.pid);  // our environment
+    if (error != 0) {
+      w.pid = 0;
+      w.exit.exit_code = 127;
+      notes.push_back(fmt::format("the worker for GPU {} could not be started: {}", w.share.device, std::strerror(error)));
+      continue;
+    }
+    forwarding.add(w.pid);
+    started.push_back(w.pid);
+    running.push_back(&w);
+  }
+  const std::vector<ChildExit> exits = wait_for_children(started, forwarding);
+  for (std::size_t i = 0; i < running.size(); ++i) running[i]->exit = exits[i];
 }
 
 }  // namespace
@@ -122,7 +71,8 @@ std::vector<DeviceShare> share_out(const std::vector<PlannedCase>& cases, const 
 
 DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
   if (o.devices.empty()) throw UsageError("run: no device to run on");
-  if (o.devices.size() > kMaxWorkers) throw UsageError(fmt::format("run: at most {} devices", kMaxWorkers));
+  if (o.devices.size() > ChildSignalForwarding::kMaxChildren)
+    throw UsageError(fmt::format("run: at most {} devices", ChildSignalForwarding::kMaxChildren));
   DeviceRunOutcome outcome;
   outcome.trace_path = o.out_dir / "trace.json";
   outcome.summary_path = o.out_dir / "summary.json";
@@ -138,26 +88,11 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
   for (const DeviceWorker& w : outcome.workers) plan.push_back(fmt::format("GPU {}: {}", w.share.device, w.share.cases.size()));
   say(o.progress, fmt::format("{} cases over {} GPUs, one worker process each ({} cases)", o.cases.size(),
                               outcome.workers.size(), fmt::join(plan, ", ")));
-
-  {
-    WorkerSignalForwarding forwarding;  // before the first spawn, so no signal falls between
-    for (DeviceWorker& w : outcome.workers) {
-      std::string error;
-      w.pid = spawn_worker(o.worker_command(w.share), error);
-      if (w.pid <= 0) {
-        w.exit_code = 127;
-        outcome.notes.push_back(fmt::format("the worker for GPU {} could not be started: {}", w.share.device, error));
-        continue;
-      }
-      g_workers[static_cast<std::size_t>(g_worker_count)] = w.pid;
-      g_worker_count = g_worker_count + 1;
-    }
-    wait_for_workers(outcome.workers);
-  }
+  start_and_wait(outcome.workers, o, outcome.notes);
 
   // The workers' summaries, case by case back into sweep order.
   std::map<int, CaseSummary> by_index;
-  std::vector<RunSummary> loaded;
+  std::vector<LabelledSummary> loaded;
   std::vector<trace::MergeInput> traces;
   for (DeviceWorker& w : outcome.workers) {
     const std::filesystem::path summary_path = w.share.out_dir / "summary.json";
@@ -179,28 +114,23 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
       s.reset();
     }
     const std::string lost = fmt::format("the worker for GPU {} {} before it recorded this case", w.share.device,
-                                         how_it_ended(w));
+                                         describe(w.exit));
     for (std::size_t k = 0; k < w.share.cases.size(); ++k) {
       const int index = w.share.cases[k];
       by_index[index] = s ? s->cases[k] : lost_case(o.cases[static_cast<std::size_t>(index)], w.share.device, lost);
     }
-    if (!s) outcome.notes.push_back(fmt::format("the worker for GPU {} {} without its summary", w.share.device, how_it_ended(w)));
-    if (s) loaded.push_back(std::move(*s));
+    if (!s) outcome.notes.push_back(fmt::format("the worker for GPU {} {} without its summary", w.share.device, describe(w.exit)));
+    if (s) loaded.push_back({"", std::move(*s)});
   }
 
+  // One summary: the first worker's header (summary.json keeps part of the device; the trace's
+  // deviceProperties hold all of it), every worker's capture, every case in sweep order.
   RunSummary& summary = outcome.summary;
-  if (!loaded.empty()) summary = loaded.front();
-  // summary.json keeps only part of the device; the trace's deviceProperties hold all of it.
+  summary = combine_summaries(loaded);
   for (const trace::MergeInput& in : traces)
     for (const DeviceProperties& d : in.head.devices)
       if (d.id == summary.device.id) summary.device = d;
   summary.cases.clear();
-  summary.capture = {};
-  summary.interrupted = false;
-  for (const RunSummary& s : loaded) {
-    summary.capture += s.capture;
-    summary.interrupted = summary.interrupted || s.interrupted;
-  }
   for (std::size_t i = 0; i < o.cases.size(); ++i) {
     auto it = by_index.find(static_cast<int>(i));
     summary.cases.push_back(it != by_index.end() ? it->second
@@ -216,31 +146,28 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
     described.push_back({{"device", w.share.device},
                          {"pid", w.pid},
                          {"cases", w.share.cases},
-                         {"exit_code", w.exit_code},
+                         {"exit_code", w.exit.exit_code},
                          {"wrote_summary", w.wrote_summary},
                          {"wrote_trace", w.wrote_trace}});
   bool merged = false;
   try {
     trace::merge_traces(traces, outcome.trace_path, merge, [&](const trace::MergeResult& result) {
-      nlohmann::json metadata = nlohmann::json::object();
-      for (const trace::MergedInput& in : result.inputs)
-        if (in.attnprof.is_object() && in.attnprof.contains("config")) {
-          metadata = in.attnprof;  // config, versions, metrics: the same for every worker
-          break;
-        }
-      metadata.erase("worker");
-      metadata["tool"] = "attnprof";
-      metadata["command"] = "run";
-      metadata["devices"] = o.devices;
-      metadata["workers"] = described;
-      metadata["capture"] = {{"records", summary.capture.records},
-                             {"dropped_records", summary.capture.dropped_records},
-                             {"buffers_declined", summary.capture.buffers_declined},
-                             {"invalid_timestamps", summary.capture.invalid_timestamps}};
+      // The config, versions and metrics are the same for every worker: the first one's say it.
+      Provenance provenance;
+      for (const trace::MergedInput& in : result.inputs) {
+        std::vector<std::string> unread;
+        provenance = read_provenance(in.attnprof, unread);
+        if (provenance.config.is_object()) break;
+      }
+      provenance.command = "run";
+      provenance.worker.reset();
+      provenance.devices = o.devices;
+      provenance.workers = described;
+      provenance.capture = summary.capture;
       for (const std::string& note : result.notes) outcome.notes.push_back(note);
-      if (!outcome.notes.empty()) metadata["notes"] = outcome.notes;
-      metadata["summary"] = summary;
-      return metadata;
+      provenance.notes = outcome.notes;
+      provenance.summary = summary;
+      return nlohmann::json(provenance);
     });
     merged = true;
   } catch (const std::exception& e) {
@@ -248,19 +175,16 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
   }
   write_json_atomically(outcome.summary_path.string(), nlohmann::json(summary));
 
-  bool all_ok = !summary.interrupted;
-  for (const CaseSummary& c : summary.cases)
-    all_ok = all_ok && (c.status == CaseStatus::ok || c.status == CaseStatus::skipped);
-  bool workers_ok = true;
-  for (const DeviceWorker& w : outcome.workers) workers_ok = workers_ok && w.wrote_summary && w.wrote_trace;
-  outcome.exit_code = all_ok && workers_ok ? kExitOk : kExitPartialFailure;
+  bool workers_wrote_all = true;
+  for (const DeviceWorker& w : outcome.workers) workers_wrote_all = workers_wrote_all && w.wrote_summary && w.wrote_trace;
+  outcome.exit_code = run_exit_code(summary, workers_wrote_all);
 
   // Once merged, the per-GPU outputs only repeat the merged ones; a failed worker's stay for a look.
   for (const DeviceWorker& w : outcome.workers) {
     if (merged && w.wrote_summary && w.wrote_trace) std::filesystem::remove_all(w.share.out_dir);
     else if (std::filesystem::exists(w.share.out_dir))
       outcome.notes.push_back(fmt::format("kept {} (the worker for GPU {} {})", w.share.out_dir.string(), w.share.device,
-                                          how_it_ended(w)));
+                                          describe(w.exit)));
   }
   return outcome;
 }

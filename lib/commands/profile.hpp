@@ -1,7 +1,9 @@
-// `attnprof profile -- <command...>`: starts the command with the injection library in its
-// environment (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH, ATTNPROF_PROFILE_DIR), forwards
-// SIGINT/SIGTERM sent to attnprof, waits, and gathers what each process that used CUDA wrote.
-// Knows nothing of CUDA itself: CPU tests drive it with plain programs.
+// `attnprof profile -- <command...>`: any CUDA program under the same collector as `run`. This
+// side starts the command with the injection library in its environment (CUDA_INJECTION64_PATH,
+// NVTX_INJECTION64_PATH, ATTNPROF_PROFILE_DIR), passes SIGINT/SIGTERM sent to attnprof on, waits,
+// and gathers what each process that used CUDA wrote. The other side, inside each profiled
+// process, is inject/injection.cpp (the driver loads it there; it links no CUDA runtime, so it
+// cannot live here). Nothing here touches CUDA: host tests drive it with plain programs.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,15 @@
 #include <vector>
 
 namespace attnprof {
+
+// The command line of `attnprof profile`.
+struct ProfileRequest {
+  std::string out_dir;              // empty: traces/profile-<UTC time>
+  std::string format = "table";
+  std::vector<std::string> command;
+};
+
+int profile_command(const ProfileRequest& request);
 
 struct ProfileLaunch {
   std::vector<std::string> command;      // program and arguments; the program is looked up in PATH

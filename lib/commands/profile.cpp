@@ -1,54 +1,32 @@
-#include "inject/launcher.hpp"
+// The story of `attnprof profile`, launching side: find the injection library, start the command
+// with it, pass signals on, wait, gather each process's trace and summary (one process: they
+// become trace.json and summary.json; several: one summary lists every process's cases), print.
+#include "commands/profile.hpp"
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
+#include <iostream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "process/scoped_signal_handlers.hpp"
+#include "core/utc_time.hpp"
+#include "process/child_processes.hpp"
 #include "process/spawn.hpp"
-#include "summary/merged_summary.hpp"
+#include "summary/render.hpp"
 #include "summary/summary.hpp"
+#include "trace/trace_files.hpp"
 
 extern char** environ;
 
 namespace attnprof {
 namespace {
-
-volatile sig_atomic_t g_child = 0;
-
-// Signals sent to attnprof itself (kill, timeout, a CI runner) go on to the command. A Ctrl-C
-// on the terminal reaches the whole foreground process group, the command included, so it is
-// not sent twice (the kernel marks those SI_KERNEL, a kill() SI_USER).
-extern "C" void forward_signal(int sig, siginfo_t* info, void*) {
-  const pid_t child = g_child;
-  if (child > 0 && (info == nullptr || info->si_code <= 0)) kill(child, sig);
-}
-
-// The command's pid is forgotten before the previous handlers come back (members go last).
-class SignalForwarding {
- public:
-  ~SignalForwarding() { g_child = 0; }
-
- private:
-  ScopedSignalHandlers handlers_{forward_signal};
-};
-
-const std::regex& output_pattern() {
-  static const std::regex pattern(R"(^(trace|summary)-(?:rank(\d+)-)?pid(\d+)\.json$)");
-  return pattern;
-}
 
 void say(std::FILE* progress, const std::string& text) {
   if (progress == nullptr) return;
@@ -59,8 +37,7 @@ void say(std::FILE* progress, const std::string& text) {
 // Per-process outputs of an earlier profile into the same directory would be taken for this one's.
 void remove_stale_outputs(const std::filesystem::path& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, output_pattern())) std::filesystem::remove(entry.path());
+    if (trace::parse_process_output_name(entry.path().filename().string())) std::filesystem::remove(entry.path());
   }
 }
 
@@ -126,7 +103,7 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
 
   const std::vector<std::string> env = child_environment(launch, launch.progress);
   ProfileOutcome outcome;
-  SignalForwarding forwarding;  // installed before the spawn, so no signal falls between
+  ChildSignalForwarding forwarding;  // installed before the spawn, so no signal falls between
   pid_t child = 0;
   const int spawn_error = spawn_with_default_signals(launch.command, &env, child);
   if (spawn_error != 0) {
@@ -134,28 +111,20 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
     outcome.exit_code = spawn_error == ENOENT ? 127 : 126;
     return outcome;
   }
-  g_child = child;
-
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
-  }
-  g_child = 0;
-  if (WIFEXITED(status)) {
-    outcome.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    outcome.signal = WTERMSIG(status);
-    outcome.exit_code = 128 + *outcome.signal;
-  }
+  forwarding.add(child);
+  const ChildExit exit = wait_for_child(child);
+  forwarding.remove(child);
+  outcome.exit_code = exit.exit_code;
+  outcome.signal = exit.signal;
 
   // What each process that used CUDA wrote.
   for (const auto& entry : std::filesystem::directory_iterator(launch.out_dir)) {
     const std::string name = entry.path().filename().string();
-    std::smatch m;
-    if (!std::regex_match(name, m, output_pattern()) || m[1] != "summary") continue;
+    const std::optional<trace::ProcessOutputName> output = trace::parse_process_output_name(name);
+    if (!output || output->stem != "summary") continue;
     ProfiledProcess p;
-    p.pid = static_cast<std::uint32_t>(std::stoul(m[3].str()));
-    if (m[2].matched) p.rank = std::stoi(m[2].str());
+    p.pid = output->pid;
+    p.rank = output->rank;
     p.summary = entry.path();
     p.trace = launch.out_dir / ("trace" + name.substr(std::string("summary").size()));
     if (std::filesystem::exists(p.trace)) outcome.processes.push_back(p);
@@ -192,6 +161,41 @@ std::filesystem::path combine_process_summaries(const std::vector<ProfiledProces
   const std::filesystem::path path = out_dir / "summary.json";
   write_json_atomically(path.string(), nlohmann::json(combine_summaries(parts)));
   return path;
+}
+
+int profile_command(const ProfileRequest& r) {
+  const auto format = parse_output_format(r.format);
+  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", r.format));
+  ProfileLaunch launch;
+  launch.command = r.command;
+  launch.out_dir = r.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("profile-{}", utc_now_compact())
+                                     : std::filesystem::path(r.out_dir);
+  if (launch.command.empty())
+    throw UsageError("profile: no command to run; usage: attnprof profile [--out DIR] -- <command> [args...]");
+  launch.inject_library = find_inject_library();
+  const ProfileOutcome outcome = profile_program(launch);
+
+  if (outcome.signal) std::cerr << fmt::format("attnprof profile: the command was ended by signal {}\n", *outcome.signal);
+  if (outcome.processes.empty()) {
+    std::cerr << "attnprof profile: nothing was recorded: no process of the command used CUDA, or none could write "
+                 "its profile (killed with SIGKILL?)\n";
+    return outcome.exit_code;
+  }
+  if (outcome.summary) std::cout << render_summary(load_summary(outcome.summary->string()), *format);
+  if (outcome.trace) {
+    std::cerr << fmt::format("attnprof profile: wrote {} (open in ui.perfetto.dev) and {}\n", outcome.trace->string(),
+                             outcome.summary->string());
+  } else {
+    std::cerr << fmt::format("attnprof profile: {} processes used CUDA; each wrote its own trace, {} lists every "
+                             "process's cases:\n",
+                             outcome.processes.size(), outcome.summary ? outcome.summary->string() : "");
+    for (const ProfiledProcess& p : outcome.processes) std::cerr << "  " << p.trace.string() << "\n";
+    const std::filesystem::path dir = outcome.processes.front().trace.parent_path();
+    std::cerr << fmt::format("attnprof profile: one trace with a process track per rank and GPU: attnprof merge {} "
+                             "--out {}\n",
+                             dir.string(), (dir / "trace-merged.json").string());
+  }
+  return outcome.exit_code;
 }
 
 }  // namespace attnprof

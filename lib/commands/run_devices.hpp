@@ -1,4 +1,4 @@
-// `attnprof run --devices`: the sweep's cases shared out over several GPUs, one worker process
+// `attnprof run --devices`, the story: the sweep's cases shared out over several GPUs, one worker process
 // per GPU. A process, not a thread, per GPU: CUPTI takes one subscriber per process and the
 // collector drains everything at once, so per-GPU threads would have to untangle each other's
 // records and NVTX ranges; a worker is exactly a one-GPU run of its share (the code path every
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sweep/plan.hpp"
+#include "process/child_processes.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {
@@ -43,8 +44,7 @@ struct DeviceRunOptions {
 struct DeviceWorker {
   DeviceShare share;
   pid_t pid = 0;
-  int exit_code = 0;                // its exit status, or 128 + the signal that ended it
-  std::optional<int> signal;
+  ChildExit exit;                   // its exit status, or 128 + the signal that ended it
   bool wrote_summary = false;
   bool wrote_trace = false;
 };

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "inject/launcher.hpp"
+#include "commands/profile.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {

@@ -1,0 +1,94 @@
+// The stories of `attnprof devices` and `attnprof backends`: query, then print.
+#include "commands/inventory.hpp"
+
+#include <iostream>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "backends/backend.hpp"
+#include "backends/cudnn_info.hpp"
+#include "collector/activity_collector.hpp"
+#include "core/errors.hpp"
+#include "gpu/device_info.hpp"
+
+namespace attnprof {
+
+int devices_command() {
+  const int count = require_devices();
+  const SoftwareVersions v = query_software_versions();
+  std::cout << fmt::format("driver {} (CUDA {}), CUDA runtime {}, CUPTI API {}, cuDNN {}\n",
+                           v.driver_text.empty() ? "?" : v.driver_text, cuda_version_text(v.driver),
+                           cuda_version_text(v.runtime), ActivityCollector::cupti_version_text(),
+                           cudnn_runtime_description());
+  for (int d = 0; d < count; ++d) {
+    const DeviceProperties p = query_device_properties(d);
+    std::cout << fmt::format(
+        "GPU {}: {} (sm_{}{}), {} SMs, {:.1f} GiB, L2 {:.0f} MiB, {} regs/SM, {} KiB shared/SM ({} KiB opt-in per "
+        "block), max {} threads/SM\n",
+        d, p.name, p.compute_major, p.compute_minor, p.sm_count, static_cast<double>(p.total_global_mem) / (1 << 30),
+        static_cast<double>(p.l2_cache_bytes) / (1 << 20), p.regs_per_sm, p.shared_mem_per_sm / 1024,
+        p.shared_mem_per_block_optin / 1024, p.max_threads_per_sm);
+  }
+  return kExitOk;
+}
+
+int backends_command(const BackendsRequest& o) {
+  std::optional<DeviceProperties> device;
+  std::string no_device_reason;
+  try {
+    require_devices();
+    device = query_device_properties(o.device);
+    std::cout << fmt::format("GPU {}: {} (sm_{}{}), cuDNN {}\n\n", o.device, device->name, device->compute_major,
+                             device->compute_minor, cudnn_runtime_description());
+  } catch (const NoUsableGpuError& e) {
+    no_device_reason = e.what();
+    std::cout << "no GPU here (" << no_device_reason << "): device checks skipped, problem support shown\n\n";
+  }
+  const std::vector<int> head_dims = {32, 40, 64, 80, 96, 128, 160, 192, 256};
+  for (const BackendInfo& info : backend_registry()) {
+    const auto backend = info.make();
+    std::string status = "runs here";
+    if (device) {
+      if (auto why = backend->check_device(*device)) status = "cannot run here: " + *why;
+    } else {
+      status = "not checked (no GPU)";
+    }
+    std::cout << fmt::format("{:<20} {}\n{:<20} {}\n", info.name, info.description, "", status);
+    std::set<std::string> dtypes, dims, reasons;
+    bool causal = false, bias = false;
+    for (DType dtype : {DType::bf16, DType::fp16, DType::fp32})
+      for (int d : head_dims)
+        for (bool is_causal : {false, true})
+          for (bool has_bias : {false, true}) {
+            AttentionProblem p;
+            p.shape = {1, 1, 128, 128, d};
+            p.dtype = dtype;
+            p.causal = is_causal;
+            p.has_bias = has_bias;
+            if (auto why = backend->check_problem(p)) {
+              reasons.insert(*why);
+              continue;
+            }
+            dtypes.insert(std::string(to_string(dtype)));
+            dims.insert(fmt::format("{:03}", d));
+            causal = causal || is_causal;
+            bias = bias || has_bias;
+          }
+    std::string dim_list;
+    for (const std::string& d : dims) {
+      if (!dim_list.empty()) dim_list += ' ';
+      dim_list += std::to_string(std::stoi(d));
+    }
+    std::cout << fmt::format("{:<20} dtypes: {}; head dims (of those probed): {}; causal: {}; bias: {}\n", "",
+                             dtypes.empty() ? "none" : fmt::format("{}", fmt::join(dtypes, " ")),
+                             dim_list.empty() ? "none" : dim_list, causal ? "yes" : "no", bias ? "yes" : "no");
+    for (const std::string& why : reasons) std::cout << fmt::format("{:<20} rejects: {}\n", "", why);
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace attnprof

@@ -1,0 +1,40 @@
+// The story of `attnprof report`: stream the trace once (summary/trace_report.hpp rebuilds the
+// cases from our tags or from the program's ranges), say what had to be assumed, print the
+// table, and write the summary when asked. A file that is no trace is a usage error.
+#include "commands/report.hpp"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "backends/backend.hpp"
+#include "core/errors.hpp"
+#include "summary/render.hpp"
+#include "summary/trace_report.hpp"
+#include "trace/json_pull_parser.hpp"
+
+namespace attnprof {
+
+int report_command(const ReportRequest& r) {
+  const auto format = parse_output_format(r.format);
+  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", r.format));
+  TraceReport report;
+  try {
+    TraceReportOptions options;
+    options.known_backends = accepted_backend_names();  // to re-read the stored config's guesses
+    report = report_from_trace(r.trace_path, options);
+  } catch (const trace::TraceFormatError& e) {
+    std::cerr << "attnprof report: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  for (const std::string& note : report.notes) std::cerr << "attnprof report: note: " << note << "\n";
+  std::cout << render_summary(report.summary, *format);
+  if (!r.summary_out.empty()) {
+    write_json_atomically(r.summary_out, nlohmann::json(report.summary));
+    std::cerr << fmt::format("attnprof report: {} ({} events, {}) -> {}\n", r.trace_path, report.events, report.origin,
+                             r.summary_out);
+  }
+  return kExitOk;
+}
+
+}  // namespace attnprof

@@ -1,0 +1,16 @@
+// `attnprof report TRACE`: the summary rebuilt from a saved trace, attnprof's or torch.profiler's.
+#pragma once
+
+#include <string>
+
+namespace attnprof {
+
+struct ReportRequest {
+  std::string trace_path;
+  std::string format = "table";
+  std::string summary_out;  // also write the rebuilt summary.json here
+};
+
+int report_command(const ReportRequest& request);
+
+}  // namespace attnprof

@@ -1,0 +1,225 @@
+// The story of `attnprof run`: read the config, plan the cases, then either list them (--dry-run),
+// share them out over several GPUs (run_devices.cpp), or sweep them on this GPU: each case run
+// and recorded by the sweep engine (runner/sweep.hpp) and written to the trace as it ends, then
+// the trace's provenance, summary.json, the table and the exit code.
+#include "commands/run.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "backends/backend.hpp"
+#include "commands/run_devices.hpp"
+#include "core/errors.hpp"
+#include "core/utc_time.hpp"
+#include "gpu/device_info.hpp"
+#include "summary/provenance.hpp"
+#include "summary/render.hpp"
+#include "runner/sweep.hpp"
+#include "sweep/plan.hpp"
+#include "trace/chrome_trace_writer.hpp"
+
+namespace attnprof {
+namespace {
+
+constexpr const char* kEmbeddedSource = "<embedded configs/default.json>";
+
+Config load_run_config(const RunRequest& r) {
+  const std::vector<std::string> known = accepted_backend_names();
+  Config config = r.config_path.empty() ? parse_config(embedded_default_config(), kEmbeddedSource, known)
+                                        : load_config_file(r.config_path, known);
+  if (r.iterations) config.iterations = *r.iterations;
+  if (r.warmup) config.warmup = *r.warmup;
+  if (!r.metrics.empty()) config.metrics = r.metrics;
+  return config;
+}
+
+OutputFormat format_of(const std::string& text) {
+  const auto format = parse_output_format(text);
+  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", text));
+  return *format;
+}
+
+// --dry-run: the cases, and each one's GPU when --devices names them.
+void print_plan(const RunRequest& r, const Config& config, const std::vector<PlannedCase>& cases) {
+  std::cout << fmt::format("{}: valid; {} cases, {} warm-up + {} timed iterations each\n", config.source, cases.size(),
+                           config.warmup, config.iterations);
+  std::vector<int> device_of(cases.size(), -1);
+  if (!r.devices.empty() && r.devices != "all") {
+    for (const DeviceShare& share : share_out(cases, parse_device_list(r.devices, std::nullopt), {}))
+      for (int i : share.cases) device_of[static_cast<std::size_t>(i)] = share.device;
+  } else if (r.devices == "all") {
+    std::cout << "--devices all: the cases are shared out over the GPUs found when the run starts\n";
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    std::cout << (device_of[i] >= 0 ? fmt::format("  GPU {}  ", device_of[i]) : "  ") << cases[i].label << "\n";
+}
+
+std::filesystem::path self_executable() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find the attnprof executable (/proc/self/exe) to start the GPU workers");
+  return exe;
+}
+
+// `attnprof run` as one GPU's worker: the user's options, this GPU and its share of the cases.
+std::vector<std::string> worker_command(const RunRequest& r, const DeviceShare& share) {
+  std::vector<std::string> argv = {self_executable().string(), "run"};
+  if (!r.config_path.empty()) argv.insert(argv.end(), {"--config", r.config_path});
+  if (!r.backends.empty()) argv.insert(argv.end(), {"--backends", fmt::format("{}", fmt::join(r.backends, ","))});
+  if (!r.metrics.empty()) argv.insert(argv.end(), {"--metrics", fmt::format("{}", fmt::join(r.metrics, ","))});
+  if (r.iterations) argv.insert(argv.end(), {"--iterations", std::to_string(*r.iterations)});
+  if (r.warmup) argv.insert(argv.end(), {"--warmup", std::to_string(*r.warmup)});
+  argv.insert(argv.end(), {"--cupti-buffer-size", std::to_string(r.buffer_bytes), "--cupti-max-buffers",
+                           std::to_string(r.max_buffers), "--device", std::to_string(share.device), "--out",
+                           share.out_dir.string(), "--worker-cases", fmt::format("{}", fmt::join(share.cases, ","))});
+  if (r.quiet) argv.push_back("--quiet");
+  return argv;
+}
+
+// The indices of the planned sweep this process runs: all of them, or a worker's share.
+std::vector<std::size_t> cases_to_run(const RunOptions& o, std::size_t planned) {
+  std::vector<std::size_t> indices;
+  if (!o.worker) {
+    for (std::size_t i = 0; i < planned; ++i) indices.push_back(i);
+    return indices;
+  }
+  for (int i : o.worker_cases) {
+    if (i < 0 || static_cast<std::size_t>(i) >= planned)
+      throw UsageError(fmt::format("worker case {} is not in the sweep's {} cases", i, planned));
+    indices.push_back(static_cast<std::size_t>(i));
+  }
+  return indices;
+}
+
+std::string progress_result(const CaseSummary& c) {
+  if (c.status == CaseStatus::skipped) return "skipped: " + c.reason;
+  std::string text = fmt::format("{}", to_string(c.status));
+  if (c.iterations > 0)
+    text += fmt::format("  {:.1f} us  {:.1f} TFLOP/s  {:.3g} kernels/it  {:.3g} memcpy/it", c.median_us, c.tflops,
+                        c.kernels_per_iter, c.memcpy_per_iter);
+  if (c.status != CaseStatus::ok) text += "  (" + c.reason + ")";
+  return text;
+}
+
+void print_outputs(const RunSummary& summary, OutputFormat format, const std::filesystem::path& trace,
+                   const std::filesystem::path& summary_path) {
+  std::cout << render_summary(summary, format);
+  std::cerr << fmt::format("wrote {} (open in ui.perfetto.dev) and {}\n", trace.string(), summary_path.string());
+}
+
+}  // namespace
+
+RunOutcome run_sweep(const RunOptions& o) {
+  const std::vector<PlannedCase> cases = plan_cases(o.config, o.backends);
+  const std::vector<std::size_t> to_run = cases_to_run(o, cases.size());
+  Sweep sweep({o.config, o.device, o.collector, o.metrics, o.interrupted});
+
+  RunOutcome outcome;
+  outcome.trace_path = o.out_dir / "trace.json";
+  outcome.summary_path = o.out_dir / "summary.json";
+  RunSummary& summary = outcome.summary;
+  summary = sweep.new_summary();
+  const std::string process = o.worker ? fmt::format("attnprof run (pid {}, GPU {})", getpid(), o.device)
+                                       : fmt::format("attnprof run (pid {})", getpid());
+  trace::ChromeTraceWriter writer(outcome.trace_path, sweep.trace_header(process));
+  for (const PlannedCase& c : cases) writer.add_case({c.label, c.backend});
+
+  std::FILE* notes = o.progress != nullptr ? o.progress : stderr;
+  auto print_notes = [&] {
+    for (const std::string& note : sweep.take_notes()) std::fprintf(notes, "%s\n", note.c_str());
+  };
+  print_notes();
+  const int width = static_cast<int>(std::to_string(to_run.size()).size());
+  for (std::size_t n = 0; n < to_run.size(); ++n) {
+    const PlannedCase& pc = cases[to_run[n]];
+    // A worker shares the terminal with the other GPUs' workers: its lines go out whole.
+    const std::string start = fmt::format("{}[{:>{}}/{}] {} ... ", o.worker ? fmt::format("[GPU {}] ", o.device) : "",
+                                          n + 1, width, to_run.size(), pc.label);
+    if (o.progress != nullptr && !o.worker) {
+      std::fputs(start.c_str(), o.progress);
+      std::fflush(o.progress);
+    }
+    CaseSummary cs = sweep.run_case(pc, static_cast<int>(to_run[n]), writer);
+    if (o.progress != nullptr) {
+      std::fprintf(o.progress, "%s%s\n", o.worker ? start.c_str() : "", progress_result(cs).c_str());
+      std::fflush(o.progress);
+    }
+    print_notes();
+    summary.cases.push_back(std::move(cs));
+  }
+
+  summary.interrupted = sweep.interrupted();
+  summary.capture = sweep.capture();
+  Provenance provenance = Provenance::of("run", summary);
+  provenance.config_source = o.config.source;
+  provenance.config = o.config.document;
+  provenance.metrics = sweep.metrics_info();
+  if (o.worker) provenance.worker = Provenance::WorkerShare{o.device, o.worker_cases};
+  writer.finish(nlohmann::json(provenance));
+  write_json_atomically(outcome.summary_path.string(), nlohmann::json(summary));
+  outcome.exit_code = run_exit_code(summary);
+  return outcome;
+}
+
+int run_command(const RunRequest& r, const std::atomic<bool>* interrupted) {
+  Config config;
+  try {
+    config = load_run_config(r);
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitUsage;
+  }
+  const std::vector<std::string> backends = expand_backend_names(r.backends.empty() ? config.backends : r.backends);
+  const OutputFormat format = format_of(r.format);
+  if (r.dry_run) {
+    print_plan(r, config, plan_cases(config, backends));
+    return kExitOk;
+  }
+  if (r.worker && !r.device) throw UsageError("--worker-cases needs --device");
+
+  RunOptions options;
+  options.config = config;
+  options.backends = backends;
+  const std::string stem = r.config_path.empty() ? "default" : std::filesystem::path(r.config_path).stem().string();
+  options.out_dir = r.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("{}-{}", stem, utc_now_compact())
+                                      : std::filesystem::path(r.out_dir);
+  options.device = r.device.value_or(0);
+  options.collector.buffer_bytes = r.buffer_bytes;
+  options.collector.max_buffers = r.max_buffers;
+  options.metrics = config.metrics;
+  options.progress = r.quiet ? nullptr : stderr;
+  options.interrupted = interrupted;
+
+  if (r.worker) {
+    // One GPU's share of `run --devices`: the parent prints the merged table.
+    options.worker = true;
+    options.worker_cases = r.worker_cases;
+    return run_sweep(options).exit_code;
+  }
+
+  std::vector<int> devices = {options.device};
+  if (!r.devices.empty()) devices = parse_device_list(r.devices, require_devices());
+  if (devices.size() > 1 || r.isolate) {
+    DeviceRunOptions sharded;
+    sharded.cases = plan_cases(config, backends);
+    sharded.devices = devices;
+    sharded.out_dir = options.out_dir;
+    sharded.worker_command = [&](const DeviceShare& share) { return worker_command(r, share); };
+    sharded.progress = r.quiet ? nullptr : stderr;
+    const DeviceRunOutcome outcome = run_on_devices(sharded);
+    for (const std::string& note : outcome.notes) std::cerr << "attnprof run: note: " << note << "\n";
+    print_outputs(outcome.summary, format, outcome.trace_path, outcome.summary_path);
+    return outcome.exit_code;
+  }
+
+  options.device = devices.front();
+  const RunOutcome outcome = run_sweep(options);
+  print_outputs(outcome.summary, format, outcome.trace_path, outcome.summary_path);
+  return outcome.exit_code;
+}
+
+}  // namespace attnprof
