@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
@@ -121,6 +122,18 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
   for (const auto& entry : std::filesystem::directory_iterator(launch.out_dir)) {
     const std::string name = entry.path().filename().string();
     const std::optional<trace::ProcessOutputName> output = trace::parse_process_output_name(name);
+    if (output && output->stem == "idle") {
+      ProfileOutcome::IdleProcess idle{output->pid, ""};
+      try {
+        std::ifstream in(entry.path());
+        idle.command = nlohmann::json::parse(in).value("command", "");
+      } catch (const std::exception&) {
+        // The pid is what matters; a marker cut short by a kill still names it.
+      }
+      outcome.idle.push_back(std::move(idle));
+      std::filesystem::remove(entry.path());
+      continue;
+    }
     if (!output || output->stem != "summary") continue;
     ProfiledProcess p;
     p.pid = output->pid;
@@ -129,6 +142,8 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
     p.trace = launch.out_dir / ("trace" + name.substr(std::string("summary").size()));
     if (std::filesystem::exists(p.trace)) outcome.processes.push_back(p);
   }
+  std::sort(outcome.idle.begin(), outcome.idle.end(),
+            [](const ProfileOutcome::IdleProcess& a, const ProfileOutcome::IdleProcess& b) { return a.pid < b.pid; });
   std::sort(outcome.processes.begin(), outcome.processes.end(), [&](const ProfiledProcess& a, const ProfiledProcess& b) {
     const bool a_root = a.pid == static_cast<std::uint32_t>(child), b_root = b.pid == static_cast<std::uint32_t>(child);
     if (a_root != b_root) return a_root;
@@ -176,6 +191,12 @@ int profile_command(const ProfileRequest& r) {
   const ProfileOutcome outcome = profile_program(launch);
 
   if (outcome.signal) std::cerr << fmt::format("attnprof profile: the command was ended by signal {}\n", *outcome.signal);
+  if (!outcome.idle.empty()) {
+    std::cerr << fmt::format("attnprof profile: {} process(es) initialised CUDA but launched no GPU work:\n",
+                             outcome.idle.size());
+    for (const ProfileOutcome::IdleProcess& p : outcome.idle)
+      std::cerr << fmt::format("  pid {}  {}\n", p.pid, p.command.size() > 100 ? p.command.substr(0, 97) + "..." : p.command);
+  }
   if (outcome.processes.empty()) {
     std::cerr << "attnprof profile: nothing was recorded: no process of the command used CUDA, or none could write "
                  "its profile (killed with SIGKILL?)\n";

@@ -41,7 +41,14 @@ struct ProfiledProcess {
 struct ProfileOutcome {
   int exit_code = 0;                 // the command's: its exit status, or 128 + the signal that ended it
   std::optional<int> signal;         // the signal that ended it, if one did
-  std::vector<ProfiledProcess> processes;  // what each process that used CUDA wrote
+  std::vector<ProfiledProcess> processes;  // what each process that ran GPU work wrote
+  // Processes that initialised CUDA but launched nothing on a GPU (torch.compile's workers):
+  // listed once, never cases.
+  struct IdleProcess {
+    std::uint32_t pid = 0;
+    std::string command;
+  };
+  std::vector<IdleProcess> idle;
   // With one process: out_dir/trace.json and out_dir/summary.json. With several, each keeps its
   // trace-[rank<R>-]pid<N>.json and summary.json lists every process's cases.
   std::optional<std::filesystem::path> trace;

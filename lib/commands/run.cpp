@@ -116,7 +116,15 @@ void print_outputs(const RunSummary& summary, OutputFormat format, const std::fi
 RunOutcome run_sweep(const RunOptions& o) {
   const std::vector<PlannedCase> cases = plan_cases(o.config, o.backends);
   const std::vector<std::size_t> to_run = cases_to_run(o, cases.size());
-  Sweep sweep({o.config, o.device, o.collector, o.metrics, o.interrupted});
+  SweepSettings settings{o.config, o.device, o.collector, o.metrics, o.interrupted, {}};
+  // Each step of a case as it begins, on the case's progress line (a long case shows where it is;
+  // a worker's lines go out whole, so it shows none).
+  if (o.progress != nullptr && !o.worker)
+    settings.on_step = [progress = o.progress](const char* step) {
+      std::fprintf(progress, "%s ", step);
+      std::fflush(progress);
+    };
+  Sweep sweep(std::move(settings));
 
   RunOutcome outcome;
   outcome.trace_path = o.out_dir / "trace.json";

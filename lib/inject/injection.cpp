@@ -108,7 +108,17 @@ void flush_outputs(const char* why) {
     CUcontext context = nullptr;
     if (cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) cuCtxSynchronize();
     trace::ActivityBatch batch = s->collector->drain();
-    if (batch.kernels.empty() && batch.memcpys.empty() && batch.memsets.empty() && batch.api_calls.empty()) return;
+    if (batch.kernels.empty() && batch.memcpys.empty() && batch.memsets.empty()) {
+      // CUDA initialised but nothing ran on a GPU (torch.compile's workers): one line for the
+      // launcher's list, not a trace with an empty case.
+      if (!batch.api_calls.empty()) {
+        const std::optional<int> rank = rank_from_environment();
+        const nlohmann::json idle = {{"pid", s->pid}, {"command", command_line()}, {"api_calls", batch.api_calls.size()}};
+        write_json_atomically((s->out_dir / trace::process_output_name("idle", static_cast<std::uint32_t>(s->pid), rank)).string(),
+                              idle);
+      }
+      return;
+    }
 
     std::set<std::uint32_t> ordinals;
     for (const auto& k : batch.kernels) ordinals.insert(k.device);

@@ -1,8 +1,10 @@
 #include "runner/sweep.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +14,7 @@
 #include "collector/activity_collector.hpp"
 #include "collector/nvtx_range.hpp"
 #include "core/errors.hpp"
+#include "core/host_memory.hpp"
 #include "core/utc_time.hpp"
 #include "core/version.hpp"
 #include "gpu/cuda_check.hpp"
@@ -89,8 +92,8 @@ std::optional<std::string> context_error() {
   return fmt::format("{} ({})", cudaGetErrorString(status), cudaGetErrorName(status));
 }
 
-// Inputs and outputs must fit before any host memory is spent drawing them; a shape that
-// cannot fit fails with the sizes, not with an allocation error deep inside a backend.
+// Inputs and outputs must fit before anything is allocated; a shape that cannot fit fails with
+// the sizes, not with an allocation error deep inside a backend.
 void require_device_memory(const AttentionProblem& p) {
   const AttentionShape& s = p.shape;
   const double io_bytes = attention_min_bytes(p) + 4.0 * s.batch * s.heads * s.seq_q +
@@ -103,6 +106,39 @@ void require_device_memory(const AttentionProblem& p) {
                                          static_cast<double>(total_bytes) / (1 << 30)));
 }
 
+// The host side of a case is its float64 check (the inputs live on the GPU only); a case whose
+// check cannot fit in the memory available now is skipped before anything is allocated.
+std::optional<std::string> host_memory_shortage(const AttentionProblem& p, bool verify) {
+  if (!verify) return std::nullopt;
+  const std::optional<std::uint64_t> available = available_host_memory_bytes();
+  const std::uint64_t needed = verification_host_bytes(p);
+  if (!available || needed <= *available) return std::nullopt;
+  return fmt::format("verifying it needs {:.1f} GiB of host memory; {:.1f} GiB are available",
+                     static_cast<double>(needed) / (1 << 30), static_cast<double>(*available) / (1 << 30));
+}
+
+// Waits for the work queued on `stream` while watching for an interrupt, polling with a growing
+// pause (50 us up to 10 ms), so a signal is seen within 10 ms however long the work takes.
+// Returns false when interrupted first: the queued work still runs; the case's drain waits for it.
+bool wait_for_stream(cudaStream_t stream, const std::atomic<bool>* interrupted) {
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    const cudaError_t status = cudaStreamQuery(stream);
+    if (status == cudaSuccess) return true;
+    if (status != cudaErrorNotReady) CUDA_CHECK(status);
+    if (is_interrupted(interrupted)) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10'000));
+  }
+}
+
+// How many timed iterations may be queued ahead of the GPU: enough to hide launch latency, few
+// enough that an interrupt waits at most ~0.25 s of queued work. From one iteration's GPU time.
+int iterations_in_flight(double iteration_ms, int iterations) {
+  if (iteration_ms <= 0) return 1;
+  return std::clamp(static_cast<int>(250.0 / iteration_ms), 1, std::max(1, iterations));
+}
+
 struct CaseOutcome {
   CaseStatus status = CaseStatus::ok;
   std::string reason;
@@ -111,7 +147,17 @@ struct CaseOutcome {
   std::string metrics_unavailable;        // why the range profiler could not measure
 };
 
-// Everything that happens on the GPU for one case. Throws on CUDA errors; the caller records them.
+void announce(const SweepSettings& o, const char* step) {
+  if (o.on_step) o.on_step(step);
+}
+
+void mark_interrupted(CaseOutcome& out, const std::string& where) {
+  out.status = CaseStatus::interrupted;
+  out.reason = "interrupted " + where;
+}
+
+// Everything that happens on the GPU for one case. Throws on CUDA errors; the caller records
+// them. An interrupt is honoured between steps and inside every wait: the case ends marked.
 void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, const SweepSettings& o,
                   ActivityCollector& collector, KernelMetricsProfiler* metrics, cudaStream_t stream,
                   CaseOutcome& out) {
@@ -119,53 +165,82 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
   CaseMeasurements& m = out.measured;
   NvtxRange case_range("case " + pc.label);
 
+  announce(o, "set-up");
   require_device_memory(pc.problem);
   std::unique_ptr<DeviceCase> device_case;
   {
     ScopedTag tag(collector, {index, trace::Phase::none, -1});
     device_case = std::make_unique<DeviceCase>(pc.problem, pc.seed, stream);
   }
+  if (is_interrupted(o.interrupted)) return mark_interrupted(out, "during set-up");
 
+  announce(o, "plan");
   for (int attempt = 0; attempt < 2; ++attempt) {
     ScopedTag tag(collector, {index, trace::Phase::plan, attempt});
     NvtxRange range(attempt == 0 ? "plan (cold)" : "plan (cached)");
     const auto start = Clock::now();
     backend.prepare(pc.problem, stream);
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const bool done = wait_for_stream(stream, o.interrupted);
     (attempt == 0 ? m.plan_cold_ms : m.plan_warm_ms) = ms_since(start);
+    if (!done || is_interrupted(o.interrupted)) return mark_interrupted(out, "while building the plan");
   }
 
   if (config.verify) {
+    announce(o, "verify");
     ScopedTag tag(collector, {index, trace::Phase::verify, -1});
     NvtxRange range("verify");
     device_case->poison_outputs(stream);
     backend.run(pc.problem, device_case->buffers(), stream);
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    const Verification v =
-        verify_attention(pc.problem, device_case->seed(), device_case->read_rows(rows_to_check(pc.problem.shape), stream),
-                         {.interrupted = o.interrupted});
+    if (!wait_for_stream(stream, o.interrupted)) return mark_interrupted(out, "during verification");
+    const OutputRows rows = device_case->read_rows(rows_to_check(pc.problem.shape), stream);
+    const Verification v = verify_attention(pc.problem, device_case->seed(), rows, {.interrupted = o.interrupted});
+    if (v.interrupted) return mark_interrupted(out, "during verification (the float64 reference)");
     m.verified = true;
     m.verify_passed = v.passed;
     m.relative_error = v.relative_error;
     m.error_bound = v.bound;
+    m.rows_verified = v.rows_checked;
     if (!v.passed) {
       out.status = CaseStatus::failed;
       out.reason = "wrong result: " + v.detail;
     }
   }
 
-  {
+  // One forward at a time, each awaited: the last one's GPU time sizes the timed queue.
+  double iteration_ms = 0;
+  if (config.warmup > 0) {
+    announce(o, "warm-up");
     ScopedTag tag(collector, {index, trace::Phase::warmup, -1});
     NvtxRange range("warmup");
-    for (int i = 0; i < config.warmup; ++i) backend.run(pc.problem, device_case->buffers(), stream);
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CudaEvent start, stop;
+    for (int i = 0; i < config.warmup; ++i) {
+      CUDA_CHECK(cudaEventRecord(start.get(), stream));
+      backend.run(pc.problem, device_case->buffers(), stream);
+      CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+      if (!wait_for_stream(stream, o.interrupted))
+        return mark_interrupted(out, fmt::format("during warm-up ({} of {})", i, config.warmup));
+      iteration_ms = elapsed_ms(start, stop);
+    }
   }
 
+  announce(o, "timing");
   std::vector<CudaEvent> starts(static_cast<std::size_t>(config.iterations));
   std::vector<CudaEvent> stops(static_cast<std::size_t>(config.iterations));
+  int in_flight = iterations_in_flight(iteration_ms, config.iterations);
   double host_us = 0;
   int done = 0;
-  for (; done < config.iterations && !is_interrupted(o.interrupted); ++done) {
+  bool interrupted = false;
+  for (; done < config.iterations; ++done) {
+    // Keep at most `in_flight` iterations queued, so an interrupt never waits for many.
+    if (done >= in_flight) {
+      const cudaEvent_t oldest = stops[static_cast<std::size_t>(done - in_flight)].get();
+      while (cudaEventQuery(oldest) == cudaErrorNotReady && !is_interrupted(o.interrupted))
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (is_interrupted(o.interrupted)) {
+      interrupted = true;
+      break;
+    }
     const auto host_start = Clock::now();
     ScopedTag tag(collector, {index, trace::Phase::iteration, done});
     NvtxRange range(fmt::format("iter {}", done));
@@ -173,19 +248,24 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     backend.run(pc.problem, device_case->buffers(), stream);
     CUDA_CHECK(cudaEventRecord(stops[done].get(), stream));
     host_us += ms_since(host_start) * 1000.0;
+    // Without a warm-up, the first iteration's time sizes the queue.
+    if (done == 0 && iteration_ms <= 0 && config.iterations > 1) {
+      CUDA_CHECK(cudaEventSynchronize(stops[0].get()));
+      in_flight = iterations_in_flight(elapsed_ms(starts[0], stops[0]), config.iterations);
+    }
   }
-  CUDA_CHECK(cudaStreamSynchronize(stream));
+  wait_for_stream(stream, nullptr);
   m.iterations = done;
   for (int i = 0; i < done; ++i) m.iteration_us.push_back(elapsed_ms(starts[i], stops[i]) * 1000.0);
   m.host_enqueue_us_per_iter = done > 0 ? host_us / done : 0;
-  if (done < config.iterations) {
-    out.status = CaseStatus::interrupted;
-    out.reason = fmt::format("interrupted after {} of {} timed iterations", done, config.iterations);
-  }
+  if (interrupted)
+    return mark_interrupted(out, fmt::format("after {} of {} timed iterations", done, config.iterations));
 
   // --metrics: one more forward after the timed ones, its kernels replayed by the range profiler;
-  // tagged `metrics`, so it is in the trace but in no timing and no per-iteration count.
-  if (metrics != nullptr && done == config.iterations) {
+  // tagged `metrics`, so it is in the trace but in no timing and no per-iteration count. The
+  // replay of one kernel cannot be interrupted; an interrupt before it skips it.
+  if (metrics != nullptr && !is_interrupted(o.interrupted)) {
+    announce(o, "metrics");
     ScopedTag tag(collector, {index, trace::Phase::metrics, -1});
     NvtxRange range("metrics (replayed)");
     try {
@@ -283,6 +363,9 @@ CaseOutcome attempt_case(Sweep::State& state, const PlannedCase& pc, int index) 
   } else if (auto why_not = backend->check_problem(pc.problem)) {
     run.status = CaseStatus::skipped;
     run.reason = *why_not;
+  } else if (auto short_of = host_memory_shortage(pc.problem, state.settings.config.verify)) {
+    run.status = CaseStatus::skipped;
+    run.reason = *short_of;
   } else {
     try {
       execute_case(*backend, pc, index, state.settings, state.collector, state.metrics.get(), state.stream.get(), run);

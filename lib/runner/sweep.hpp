@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ struct SweepSettings {
   CollectorOptions collector;
   std::vector<std::string> metrics;   // range-profiler metric groups ("occupancy", ...); empty: none
   const std::atomic<bool>* interrupted = nullptr;  // set by a signal handler: stop after the current step
+  // Told as each step of a case begins: "set-up", "plan", "verify", "warm-up", "timing", "metrics".
+  std::function<void(const char* step)> on_step;
 };
 
 class Sweep {

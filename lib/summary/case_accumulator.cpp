@@ -118,6 +118,7 @@ CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m) const {
   c.verify_passed = m.verify_passed;
   c.relative_error = m.relative_error;
   c.error_bound = m.error_bound;
+  c.rows_verified = m.rows_verified;
 
   const double iters = m.iterations > 0 ? m.iterations : 1;
   for (const KernelTotals& t : kernels_) {

@@ -180,6 +180,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
                        {"passed", c.verify_passed},
                        {"relative_error", c.relative_error},
                        {"bound", c.error_bound}};
+  if (c.rows_verified > 0) j["verification"]["rows"] = c.rows_verified;
   j["timing"] = {{"iterations", c.iterations}, {"median_us", c.median_us}, {"p90_us", c.p90_us},
                  {"min_us", c.min_us},         {"tflops", c.tflops},       {"iteration_us", c.iteration_us}};
   j["per_iter"] = {{"kernels", c.kernels_per_iter},
@@ -228,6 +229,7 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.verify_passed = v.value("passed", false);
   c.relative_error = v.value("relative_error", 0.0);
   c.error_bound = v.value("bound", 0.0);
+  c.rows_verified = json_integer_or(v, "rows", std::int64_t{0});
   const nlohmann::json& t = j.at("timing");
   c.iterations = json_integer_or(t, "iterations", 0);
   c.median_us = t.value("median_us", 0.0);
@@ -296,6 +298,17 @@ void from_json(const nlohmann::json& j, RunSummary& r) {
   r.device.id = json_integer_or(device, "id", 0);
   r.device.name = device.value("name", "");
   r.device.sm_count = json_integer_or(device, "sm_count", 0);
+  // "9.0": the summary keeps the compute capability as text (`profile` prints the header from it).
+  const std::string capability = device.value("compute_capability", "");
+  if (const auto dot = capability.find('.'); dot != std::string::npos) {
+    try {
+      r.device.compute_major = std::stoi(capability.substr(0, dot));
+      r.device.compute_minor = std::stoi(capability.substr(dot + 1));
+    } catch (const std::exception&) {
+      throw std::runtime_error("\"device\".\"compute_capability\": expected \"major.minor\", found " +
+                               nlohmann::json(capability).dump());
+    }
+  }
   const nlohmann::json versions = j.value("versions", nlohmann::json::object());
   r.driver_version = versions.value("driver", "");
   r.cuda_runtime_version = versions.value("cuda_runtime", "");

@@ -76,6 +76,7 @@ struct CaseSummary {
   bool verify_passed = false;
   double relative_error = 0;
   double error_bound = 0;
+  std::int64_t rows_verified = 0;  // output rows compared with the reference
 
   // CUDA-event timing of the timed iterations.
   int iterations = 0;
@@ -136,6 +137,7 @@ struct CaseMeasurements {
   bool verify_passed = false;
   double relative_error = 0;
   double error_bound = 0;
+  std::int64_t rows_verified = 0;
 };
 
 // Builds a case's summary from its measurements and the activities the collector tagged with

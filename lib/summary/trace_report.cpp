@@ -283,6 +283,7 @@ class ReportBuilder {
         m.verify_passed = was.verify_passed;
         m.relative_error = was.relative_error;
         m.error_bound = was.error_bound;
+        m.rows_verified = was.rows_verified;
         const auto t = tagged_.find(static_cast<int>(i));
         CaseSummary c = (t == tagged_.end() ? empty : t->second.timed).summarize(m);
         c.status = was.status;

@@ -28,7 +28,7 @@ std::string process_output_name(const std::string& stem, std::uint32_t pid, std:
 }
 
 std::optional<ProcessOutputName> parse_process_output_name(const std::string& file_name) {
-  static const std::regex pattern(R"(^(trace|summary)-(?:rank(\d+)-)?pid(\d+)\.json(?:\.gz)?$)");
+  static const std::regex pattern(R"(^(trace|summary|idle)-(?:rank(\d+)-)?pid(\d+)\.json(?:\.gz)?$)");
   std::smatch m;
   if (!std::regex_match(file_name, m, pattern)) return std::nullopt;
   ProcessOutputName name;

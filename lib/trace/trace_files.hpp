@@ -10,13 +10,14 @@
 
 namespace attnprof::trace {
 
-// "trace-pid1234.json" / "trace-rank3-pid1234.json" (and "summary-..."): one output per
-// process, so every process of a job that uses CUDA gets its own.
+// "trace-pid1234.json" / "trace-rank3-pid1234.json" (and "summary-...", and "idle-..." for a
+// process that initialised CUDA but launched nothing): one output per process, so every process
+// of a job that uses CUDA gets its own.
 std::string process_output_name(const std::string& stem, std::uint32_t pid, std::optional<int> rank);
 
 // What a per-process output's name says: trace or summary, the pid, the rank.
 struct ProcessOutputName {
-  std::string stem;  // "trace" or "summary"
+  std::string stem;  // "trace", "summary" or "idle"
   std::uint32_t pid = 0;
   std::optional<int> rank;
 };
