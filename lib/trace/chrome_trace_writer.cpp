@@ -61,6 +61,14 @@ void put_double(fmt::memory_buffer& b, double v, std::chars_format format, int p
   else fmt::format_to(fmt::appender(b), "{:.{}g}", v, precision);
 }
 
+// `<path>.tmp`, in a directory made if missing: the trace takes its name only when complete.
+std::filesystem::path temp_path_of(const std::filesystem::path& path) {
+  std::filesystem::path temp = path;
+  temp += ".tmp";
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  return temp;
+}
+
 void put_fixed(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::fixed, precision); }
 void put_general(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::general, precision); }
 
@@ -106,17 +114,6 @@ void append_relative_us(fmt::memory_buffer& out, std::uint64_t ns, std::uint64_t
   // Records from before the base (clock skew between host and GPU) clamp to 0, as Kineto does.
   put_us(out, ns > base_ns ? ns - base_ns : 0);
 }
-
-namespace {
-
-std::filesystem::path temp_path_of(const std::filesystem::path& path) {
-  std::filesystem::path temp = path;
-  temp += ".tmp";
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  return temp;
-}
-
-}  // namespace
 
 ChromeTraceWriter::ChromeTraceWriter(std::filesystem::path path, TraceHeader header, TraceWriteOptions options)
     : path_(std::move(path)),
