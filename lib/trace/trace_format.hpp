@@ -22,7 +22,9 @@ std::optional<TraceFormat> parse_trace_format(std::string_view name);
 // The file name's convention: "trace" -> "trace.json" or "trace.json.gz".
 std::string trace_file_name(std::string_view stem, TraceFormat format);
 
-// zlib's level for traces, Z_BEST_SPEED until measured against zlib's default (6).
+// zlib's level for traces: Z_BEST_SPEED. At 1 M events it writes 17x smaller files than JSON;
+// zlib's default (6) saves a further 37% for 2.3x the writer's CPU time (docs/perf/NOTES.md,
+// "gzip traces").
 inline constexpr int kTraceGzipLevel = 1;
 
 // How ChromeTraceWriter and merge_traces write a trace.
