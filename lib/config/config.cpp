@@ -23,7 +23,7 @@ namespace {
 
 const std::vector<std::string> kDocumentKeys = {"name",   "backends", "dtypes",     "causal",
                                                 "shapes", "warmup",   "iterations", "verify",
-                                                "seed",   "metrics",  "expect"};
+                                                "seed",   "metrics",  "expect",     "trace_format"};
 const std::vector<std::string> kMetricNames = {"occupancy", "dram", "tensor"};
 
 constexpr IntegerRule kWarmupRule{0, 10000};
@@ -179,6 +179,13 @@ void read_metrics(const json& document, Config& config, IssueList& issues) {
                                           issues, read_metric);
 }
 
+void read_trace_format(const json& document, Config& config, IssueList& issues) {
+  const json* format = find_member(document, "trace_format");
+  if (!format) return;
+  const std::optional<std::string> name = read_choice(*format, "/trace_format", trace::kTraceFormatNames, issues);
+  if (name) config.trace_format = trace::parse_trace_format(*name).value_or(config.trace_format);
+}
+
 void read_expectations(const json& document, const std::vector<std::string>& known_backends, Config& config,
                        IssueList& issues) {
   const json* expect = find_member(document, "expect");
@@ -205,6 +212,7 @@ Config read_document(const json& document, const std::vector<std::string>& known
   read_causal(document, config, issues);
   read_shapes(document, config, issues);
   read_metrics(document, config, issues);
+  read_trace_format(document, config, issues);
   read_expectations(document, known_backends, config, issues);
   return config;
 }

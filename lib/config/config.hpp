@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/types.hpp"
+#include "trace/trace_format.hpp"
 
 namespace attnprof {
 
@@ -51,6 +52,7 @@ struct Config {
   std::uint64_t seed = 20261202;
   std::vector<std::string> metrics;  // "occupancy", "dram", "tensor"
   std::vector<Expectation> expect;
+  trace::TraceFormat trace_format = trace::TraceFormat::json;  // "json" or "json.gz" (trace.json.gz)
   nlohmann::json document;  // the document as given, copied into trace.json for provenance
 };
 

@@ -1,4 +1,5 @@
-// Reads a Chrome-trace JSON file, ours or one torch.profiler (Kineto) exported, in one streaming
+// Reads a Chrome-trace JSON file (plain or gzip: `trace.json.gz` is recognised by its first
+// bytes), ours or one torch.profiler (Kineto) exported, in one streaming
 // pass: the top-level object is walked token by token, the small header values
 // (deviceProperties, baseTimeNanoseconds, distributedInfo, our `attnprof` object) are kept, and
 // each element of traceEvents is handed to a callback as a small flat record, then forgotten.

@@ -61,6 +61,14 @@ void put_double(fmt::memory_buffer& b, double v, std::chars_format format, int p
   else fmt::format_to(fmt::appender(b), "{:.{}g}", v, precision);
 }
 
+// `<path>.tmp`, in a directory made if missing: the trace takes its name only when complete.
+std::filesystem::path temp_path_of(const std::filesystem::path& path) {
+  std::filesystem::path temp = path;
+  temp += ".tmp";
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  return temp;
+}
+
 void put_fixed(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::fixed, precision); }
 void put_general(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::general, precision); }
 
@@ -107,15 +115,12 @@ void append_relative_us(fmt::memory_buffer& out, std::uint64_t ns, std::uint64_t
   put_us(out, ns > base_ns ? ns - base_ns : 0);
 }
 
-ChromeTraceWriter::ChromeTraceWriter(std::filesystem::path path, TraceHeader header)
-    : path_(std::move(path)), header_(std::move(header)) {
-  temp_path_ = path_;
-  temp_path_ += ".tmp";
-  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
-  file_ = std::fopen(temp_path_.c_str(), "wb");
-  if (file_ == nullptr)
-    throw std::runtime_error(fmt::format("cannot write trace {}: {}", temp_path_.string(), std::strerror(errno)));
-
+ChromeTraceWriter::ChromeTraceWriter(std::filesystem::path path, TraceHeader header, TraceWriteOptions options)
+    : path_(std::move(path)),
+      temp_path_(temp_path_of(path_)),
+      output_(temp_path_, options.format == TraceFormat::json_gz ? Compression::gzip : Compression::none,
+              options.gzip_level),
+      header_(std::move(header)) {
   auto out = std::back_inserter(buffer_);
   fmt::format_to(out, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
   for (std::size_t i = 0; i < header_.devices.size(); ++i) {
@@ -191,9 +196,7 @@ void ChromeTraceWriter::begin_event() {
 
 void ChromeTraceWriter::flush_if_large() {
   if (buffer_.size() < kFlushBytes) return;
-  if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size())
-    throw std::runtime_error(fmt::format("writing trace {} failed: {}", temp_path_.string(), std::strerror(errno)));
-  flushed_bytes_ += buffer_.size();
+  output_.write(std::string_view(buffer_.data(), buffer_.size()));
   buffer_.clear();
 }
 
@@ -592,13 +595,9 @@ void ChromeTraceWriter::finish(const nlohmann::json& attnprof_metadata) {
   fmt::format_to(out, "\n  ],\n  \"traceName\": ");
   append_json_string(buffer_, path_.filename().string());
   fmt::format_to(out, ",\n  \"attnprof\": {}\n}}\n", attnprof_metadata.dump());
-  const bool wrote = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size();
-  flushed_bytes_ += buffer_.size();
+  output_.write(std::string_view(buffer_.data(), buffer_.size()));
   buffer_.clear();
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  if (!wrote || !closed)
-    throw std::runtime_error(fmt::format("writing trace {} failed: {}", temp_path_.string(), std::strerror(errno)));
+  output_.close();
   std::filesystem::rename(temp_path_, path_);
 }
 

@@ -3,6 +3,7 @@
 // each event is formatted into a small buffer and written out; nothing is kept per event, only
 // the tracks already named and, per case and per kernel launch configuration, their args as
 // already formatted. Events are written one per line without spaces (the header is indented).
+// With TraceFormat::json_gz the same text is deflated into gzip as it is flushed.
 #pragma once
 
 #include <array>
@@ -19,7 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device_properties.hpp"
+#include "core/document_file.hpp"
 #include "trace/model.hpp"
+#include "trace/trace_format.hpp"
 
 namespace attnprof::trace {
 
@@ -66,7 +69,8 @@ struct CaseName {
 class ChromeTraceWriter {
  public:
   // Writes to `<path>.tmp`; finish() renames it over `path`, so no reader sees half a trace.
-  ChromeTraceWriter(std::filesystem::path path, TraceHeader header);
+  // The name is the caller's: `.json.gz` is the convention for gzip (trace_file_name()).
+  ChromeTraceWriter(std::filesystem::path path, TraceHeader header, TraceWriteOptions options = {});
   ~ChromeTraceWriter();
   ChromeTraceWriter(const ChromeTraceWriter&) = delete;
   ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
@@ -94,8 +98,8 @@ class ChromeTraceWriter {
   void finish(const nlohmann::json& attnprof_metadata);
 
   std::uint64_t events_written() const { return events_; }
-  // Bytes of the document so far (written out or still buffered).
-  std::uint64_t bytes_written() const { return flushed_bytes_ + buffer_.size(); }
+  // Bytes of the JSON document so far (written out or still buffered), before any compression.
+  std::uint64_t bytes_written() const { return output_.document_bytes() + buffer_.size(); }
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -131,7 +135,7 @@ class ChromeTraceWriter {
 
   std::filesystem::path path_;
   std::filesystem::path temp_path_;
-  std::FILE* file_ = nullptr;
+  DocumentWriter output_;
   fmt::memory_buffer buffer_;
   TraceHeader header_;
   std::vector<CaseName> cases_;
@@ -152,7 +156,6 @@ class ChromeTraceWriter {
   };
   std::array<FormattedShape, 64> kernel_shapes_;
   std::uint64_t events_ = 0;
-  std::uint64_t flushed_bytes_ = 0;
   bool finished_ = false;
 };
 

@@ -71,23 +71,28 @@ const char* describe(JsonToken token) {
 
 JsonPullParser::JsonPullParser(const std::filesystem::path& path, std::size_t chunk_bytes)
     : name_(path.string()), path_(path) {
-  file_ = std::fopen(path.c_str(), "rb");
-  if (file_ == nullptr)
-    throw TraceFormatError(TraceFormatError::Kind::malformed,
-                           fmt::format("cannot read {}: {}", name_, std::strerror(errno)));
+  try {
+    reader_ = std::make_unique<DocumentReader>(path);
+  } catch (const DocumentReadError& e) {
+    throw TraceFormatError(TraceFormatError::Kind::malformed, e.what());
+  }
   chunk_.resize(chunk_bytes < 16 ? 16 : chunk_bytes);
   data_ = chunk_.data();
 }
 
 JsonPullParser::JsonPullParser(std::string text, std::string name) : name_(std::move(name)), memory_(std::move(text)) {
+  if (starts_like_gzip(memory_)) {
+    reader_ = std::make_unique<DocumentReader>(memory_, name_);  // memory_ stays put: the parser never moves
+    chunk_.resize(64 << 10);
+    data_ = chunk_.data();
+    return;
+  }
   data_ = memory_.data();
   end_ = memory_.size();
   eof_ = true;
 }
 
-JsonPullParser::~JsonPullParser() {
-  if (file_ != nullptr) std::fclose(file_);
-}
+JsonPullParser::~JsonPullParser() = default;
 
 bool JsonPullParser::refill() {
   if (eof_) return false;
@@ -98,11 +103,15 @@ bool JsonPullParser::refill() {
   }
   consumed_ += end_;
   pos_ = 0;
-  end_ = std::fread(chunk_.data(), 1, chunk_.size(), file_);
-  if (end_ < chunk_.size()) {
-    if (std::ferror(file_)) fail(fmt::format("reading failed: {}", std::strerror(errno)));
-    eof_ = true;
+  end_ = 0;
+  try {
+    end_ = reader_->read(chunk_.data(), chunk_.size());
+  } catch (const DocumentReadError& e) {
+    reader_failed_ = true;
+    fail_at(consumed_, e.reason());  // where the readable JSON stops
   }
+  // A short read is not yet the end: a gzip error waits behind the bytes inflated before it.
+  if (end_ == 0) eof_ = true;
   return end_ > 0;
 }
 
@@ -134,19 +143,24 @@ JsonLocation JsonPullParser::locate(std::uint64_t at) const {
         line_start = base + i + 1;
       }
   };
-  if (path_.empty()) {
+  if (reader_ == nullptr) {
     count(memory_.data(), static_cast<std::size_t>(std::min<std::uint64_t>(at, memory_.size())), 0);
-  } else if (std::FILE* f = std::fopen(path_.c_str(), "rb")) {
-    std::vector<char> buffer(1 << 16);
-    std::uint64_t done = 0;
-    while (done < at) {
-      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), at - done));
-      const std::size_t got = std::fread(buffer.data(), 1, want, f);
-      if (got == 0) break;
-      count(buffer.data(), got, done);
-      done += got;
+  } else {
+    // Read the document again (inflated again, for gzip) up to the offset.
+    try {
+      DocumentReader again = path_.empty() ? DocumentReader(memory_, name_) : DocumentReader(path_);
+      std::vector<char> buffer(1 << 16);
+      std::uint64_t done = 0;
+      while (done < at) {
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), at - done));
+        const std::size_t got = again.read(buffer.data(), want);
+        if (got == 0) break;
+        count(buffer.data(), got, done);
+        done += got;
+      }
+    } catch (const DocumentReadError&) {
+      // Lines counted as far as the file could be read again.
     }
-    std::fclose(f);
   }
   where.column = at - line_start + 1;
   return where;
@@ -156,9 +170,22 @@ void JsonPullParser::fail(std::string_view message) const { fail_at(token_offset
 
 void JsonPullParser::fail_at(std::uint64_t at, std::string_view message) const {
   const JsonLocation where = locate(at);
-  throw TraceFormatError(TraceFormatError::Kind::malformed,
-                         fmt::format("{}:{}:{} (byte {}): {}", name_, where.line, where.column, where.offset, message),
-                         where);
+  std::string text = fmt::format("{}:{}:{} (byte {}): {}", name_, where.line, where.column, where.offset, message);
+  // Detection goes by the bytes, so a misnamed file is read as what it is; say so when it fails.
+  if (!compressed() && name_.size() > 3 && name_.compare(name_.size() - 3, 3, ".gz") == 0)
+    text += " (the name ends in .gz, but the file does not start with gzip's magic bytes 1f 8b)";
+  // Damaged gzip can inflate to garbled JSON before its checksum fails at the end of the stream:
+  // read on, and name the damage if it is there (an error path: the cost is one more pass).
+  if (compressed() && !reader_failed_) {
+    try {
+      std::vector<char> rest(1 << 16);
+      while (reader_->read(rest.data(), rest.size()) > 0) {
+      }
+    } catch (const DocumentReadError& e) {
+      text += fmt::format(" (reading on, the gzip data turns out damaged: {})", e.reason());
+    }
+  }
+  throw TraceFormatError(TraceFormatError::Kind::malformed, std::move(text), where);
 }
 
 void JsonPullParser::fail_type(std::string_view what, std::string_view expected) const {

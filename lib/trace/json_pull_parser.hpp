@@ -1,6 +1,8 @@
 // A streaming (pull) JSON tokenizer over a file read in fixed-size chunks: memory stays flat
 // however large the document, and no DOM is built unless asked for one small sub-value at a
 // time. Every error names the file, line, column and byte offset, and says what was expected.
+// Gzip input (recognised by its first bytes, in a file or in memory) is inflated chunk by
+// chunk; offsets, lines and columns are then those of the decompressed JSON.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/document_file.hpp"
 
 namespace attnprof::trace {
 
@@ -60,9 +64,10 @@ class JsonPullParser {
   static constexpr std::size_t kDefaultChunkBytes = 1 << 20;
   static constexpr int kMaxDepth = 512;
 
-  // Reads `path`; throws TraceFormatError (malformed) if it cannot be opened.
+  // Reads `path`, plain or gzip; throws TraceFormatError (malformed) if it cannot be opened.
+  // Truncated or corrupt gzip data is a malformed error too, where the JSON stops.
   explicit JsonPullParser(const std::filesystem::path& path, std::size_t chunk_bytes = kDefaultChunkBytes);
-  // Parses text held in memory (`name` appears in messages).
+  // Parses text held in memory, plain or gzip (`name` appears in messages).
   JsonPullParser(std::string text, std::string name);
   ~JsonPullParser();
   JsonPullParser(const JsonPullParser&) = delete;
@@ -101,6 +106,8 @@ class JsonPullParser {
   [[noreturn]] void fail_type(std::string_view what, std::string_view expected) const;
 
   const std::string& source_name() const { return name_; }
+  // The input is gzip, inflated as it is read.
+  bool compressed() const { return reader_ != nullptr && reader_->compressed(); }
 
  private:
   enum class Expect : std::uint8_t {
@@ -141,8 +148,9 @@ class JsonPullParser {
 
   std::string name_;
   std::filesystem::path path_;      // empty when parsing memory
-  std::FILE* file_ = nullptr;
-  std::string memory_;              // the whole document when parsing memory
+  std::unique_ptr<DocumentReader> reader_;  // null for plain text in memory, parsed in place
+  bool reader_failed_ = false;      // the reader threw: its input is known bad, and why
+  std::string memory_;              // the whole input when parsing memory
   std::vector<char> chunk_;
   const char* data_ = nullptr;
   std::size_t pos_ = 0;

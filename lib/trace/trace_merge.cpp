@@ -130,7 +130,7 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
   result.base_time_ns = base.value_or(0);
   header.base_time_ns = result.base_time_ns;  // no host process of its own: each input names its own
 
-  ChromeTraceWriter writer(out, header);
+  ChromeTraceWriter writer(out, header, options.write);
   const bool shared_cases = !options.shared_cases.empty();
   for (const CaseName& c : options.shared_cases) writer.add_case(c);
 

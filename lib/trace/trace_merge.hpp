@@ -42,7 +42,7 @@ struct TraceHead {
   std::string host_process_name;
 };
 
-// Reads only the head of the trace (stops at its first event that is not "M").
+// Reads only the head of the trace, plain or gzip (stops at its first event that is not "M").
 TraceHead read_trace_head(const std::filesystem::path& path);
 
 // GPU pids of the input in slot s are s * kGpuPidsPerSlot + device.
@@ -81,9 +81,11 @@ struct MergeOptions {
   // Empty: each input's cases follow the previous inputs'. Otherwise the inputs share these
   // cases (the workers of one run tag them by their index in the whole sweep).
   std::vector<CaseName> shared_cases;
+  // How the merged trace is written (json or json.gz); inputs may be either, whatever this says.
+  TraceWriteOptions write;
 };
 
-// Streams `inputs` (in this order) into `out`, then writes the `attnprof` object `metadata`
+// Streams `inputs` (in this order, each plain or gzip) into `out`, then writes the `attnprof` object `metadata`
 // returns once every input is read. Throws TraceFormatError for an unreadable input.
 MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::filesystem::path& out,
                          const MergeOptions& options,

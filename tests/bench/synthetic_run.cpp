@@ -173,7 +173,7 @@ SyntheticRunResult write_run(const std::filesystem::path& path, int iterations, 
   header.devices = {sm90_reference_properties()};
   header.host_process = kPid;
   header.host_process_name = fmt::format("attnprof run (pid {})", kPid);
-  trace::ChromeTraceWriter writer(path, header);
+  trace::ChromeTraceWriter writer(path, header, options.write);
   for (const SyntheticCase& c : cases) writer.add_case({c.label, c.backend});
 
   Jitter jitter;

@@ -19,13 +19,15 @@ struct SyntheticRunOptions {
   std::uint64_t target_events = 0;
   std::uint64_t target_bytes = 0;
   int warmup = 2;
+  // json or json.gz (and the gzip level). target_bytes counts the JSON, before compression.
+  trace::TraceWriteOptions write;
   // Called after every iteration written (e.g. to sample memory); may be empty.
   std::function<void(const trace::ChromeTraceWriter&)> on_iteration;
 };
 
 struct SyntheticRunResult {
   std::uint64_t events = 0;     // events in traceEvents (flows and track names included)
-  std::uint64_t bytes = 0;      // size of the file
+  std::uint64_t bytes = 0;      // size of the file (compressed, for json.gz)
   std::uint64_t gpu_records = 0;
   RunSummary summary;           // as the run would have written it (also stored in the trace)
 };

@@ -1,7 +1,8 @@
 // The trace writer and reader at scale, on synthetic records (CPU only). Not a ctest test: it
-// measures. docs/perf/NOTES.md ("trace writer and reader at scale") has the figures and the
-// commands. Memory is the resident set (/proc/self/statm) before, during and after: a streamed
-// writer and reader keep it flat however many events pass.
+// measures. docs/perf/NOTES.md ("trace writer and reader at scale", "gzip traces") has the
+// figures and the commands. Memory is the resident set (/proc/self/statm) before, during and
+// after: a streamed writer and reader keep it flat however many events pass. Each benchmark's
+// second argument is the format: 0 plain JSON, N > 0 gzip at zlib level N (json.gz).
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,9 +19,29 @@
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 #include "trace/chrome_trace_writer.hpp"
+#include "trace/trace_format.hpp"
 
 namespace attnprof::bench {
 namespace {
+
+// The second benchmark argument: 0 plain JSON, N > 0 gzip at level N.
+trace::TraceWriteOptions format_of(std::int64_t arg) {
+  trace::TraceWriteOptions options;
+  if (arg > 0) {
+    options.format = trace::TraceFormat::json_gz;
+    options.gzip_level = static_cast<int>(arg);
+  }
+  return options;
+}
+
+std::string label_of(const trace::TraceWriteOptions& options) {
+  if (options.format == trace::TraceFormat::json) return "json";
+  return "json.gz level " + std::to_string(options.gzip_level);
+}
+
+std::string extension_of(const trace::TraceWriteOptions& options) {
+  return options.format == trace::TraceFormat::json ? ".json" : ".json.gz";
+}
 
 double resident_mb() {
   long pages = 0, resident = 0;
@@ -91,9 +112,10 @@ trace::TraceHeader bench_header() {
   return header;
 }
 
-// Writes at least `events` events; returns the bytes written. Samples the resident set.
-std::uint64_t write_mix(const std::filesystem::path& path, std::uint64_t events, double& peak_mb) {
-  trace::ChromeTraceWriter writer(path, bench_header());
+// Writes at least `events` events; returns the size of the file. Samples the resident set.
+std::uint64_t write_mix(const std::filesystem::path& path, std::uint64_t events, const trace::TraceWriteOptions& format,
+                        double& peak_mb) {
+  trace::ChromeTraceWriter writer(path, bench_header(), format);
   writer.add_case({"manual:out_of_place bf16 causal 4x16x1024x1024x64", "manual:out_of_place"});
   RecordMix mix;
   std::uint64_t t = bench_header().base_time_ns + 1'000'000;
@@ -122,53 +144,60 @@ std::uint64_t write_mix(const std::filesystem::path& path, std::uint64_t events,
     writer.write(mix.range);
     if ((iteration & 1023) == 0) peak_mb = std::max(peak_mb, resident_mb());
   }
-  const std::uint64_t bytes = writer.bytes_written();
   writer.finish({{"tool", "attnprof"}, {"command", "bench"}});
-  return bytes;
+  return std::filesystem::file_size(path);
 }
 
 void BM_WriteTrace(benchmark::State& state) {
   const auto events = static_cast<std::uint64_t>(state.range(0));
-  const std::filesystem::path path = scratch_dir() / "write.json";
+  const trace::TraceWriteOptions format = format_of(state.range(1));
+  const std::filesystem::path path = scratch_dir() / ("write" + extension_of(format));
   // Once untimed first: a file's first pages cost this VM far more than the writer does (a fresh
   // dd writes 0.7 GB/s, a second one 8 GB/s); after it, the page cache reuses what it freed.
   double peak = 0;
-  write_mix(path, events, peak);
+  write_mix(path, events, format, peak);
   std::filesystem::remove(path);
   const double before = resident_mb();
   peak = before;
   std::uint64_t bytes = 0;
-  for (auto _ : state) bytes = write_mix(path, events, peak);
+  for (auto _ : state) bytes = write_mix(path, events, format, peak);
   const double after = resident_mb();
   std::filesystem::remove(path);
+  state.SetLabel(label_of(format));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(state.iterations() * events), benchmark::Counter::kIsRate);
   state.counters["file_MB"] = static_cast<double>(bytes) / (1 << 20);
+  state.counters["bytes/event"] = static_cast<double>(bytes) / static_cast<double>(events);
   state.counters["rss_before_MB"] = before;
   state.counters["rss_peak_MB"] = peak;
   state.counters["rss_after_MB"] = after;
 }
-BENCHMARK(BM_WriteTrace)->Arg(100'000)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime()
-    ->Iterations(1);
+BENCHMARK(BM_WriteTrace)
+    ->Args({100'000, 0})->Args({1'000'000, 0})->Args({10'000'000, 0})
+    ->Args({100'000, 1})->Args({1'000'000, 1})->Args({1'000'000, 6})->Args({10'000'000, trace::kTraceGzipLevel})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
-// A synthetic run's trace of about `events` events, written once per size and kept for the
-// reading benchmarks.
-const std::filesystem::path& run_trace(std::uint64_t events) {
-  static std::map<std::uint64_t, std::filesystem::path> written;
-  auto it = written.find(events);
+// A synthetic run's trace of about `events` events in `format`, written once per size and
+// format and kept for the reading benchmarks.
+const std::filesystem::path& run_trace(std::uint64_t events, const trace::TraceWriteOptions& format) {
+  static std::map<std::pair<std::uint64_t, std::string>, std::filesystem::path> written;
+  const auto key = std::pair{events, label_of(format)};
+  auto it = written.find(key);
   if (it == written.end()) {
-    const std::filesystem::path path = scratch_dir() / ("run-" + std::to_string(events) + ".json");
+    const std::filesystem::path path = scratch_dir() / ("run-" + std::to_string(events) + extension_of(format));
     SyntheticRunOptions options;
     options.target_events = events;
+    options.write = format;
     write_synthetic_run(path, options);
-    it = written.emplace(events, path).first;
+    it = written.emplace(key, path).first;
   }
   return it->second;
 }
 
 void BM_ReadTrace(benchmark::State& state) {
-  const std::filesystem::path& path = run_trace(static_cast<std::uint64_t>(state.range(0)));
+  const trace::TraceWriteOptions format = format_of(state.range(1));
+  const std::filesystem::path& path = run_trace(static_cast<std::uint64_t>(state.range(0)), format);
   const double before = resident_mb();
   double peak = before;
   std::uint64_t events = 0;
@@ -178,30 +207,39 @@ void BM_ReadTrace(benchmark::State& state) {
       if ((++events & 0xffff) == 0) peak = std::max(peak, resident_mb());
     });
   }
+  const auto bytes = std::filesystem::file_size(path);
+  state.SetLabel(label_of(format));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * std::filesystem::file_size(path)));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(state.iterations() * events), benchmark::Counter::kIsRate);
+  state.counters["bytes/event"] = static_cast<double>(bytes) / static_cast<double>(events);
   state.counters["rss_before_MB"] = before;
   state.counters["rss_peak_MB"] = peak;
   state.counters["rss_after_MB"] = resident_mb();
 }
-BENCHMARK(BM_ReadTrace)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReadTrace)
+    ->Args({100'000, 0})->Args({1'000'000, 0})->Args({100'000, 1})->Args({1'000'000, 1})->Args({1'000'000, 6})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // `attnprof report`'s whole pass: read, convert, aggregate per case, rebuild the summary.
 void BM_ReportTrace(benchmark::State& state) {
-  const std::filesystem::path& path = run_trace(static_cast<std::uint64_t>(state.range(0)));
+  const trace::TraceWriteOptions format = format_of(state.range(1));
+  const std::filesystem::path& path = run_trace(static_cast<std::uint64_t>(state.range(0)), format);
   TraceReportOptions options;
   options.known_backends = synthetic_backend_names();
   const double before = resident_mb();
   std::uint64_t events = 0;
   for (auto _ : state) events = report_from_trace(path, options).events;
+  state.SetLabel(label_of(format));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * std::filesystem::file_size(path)));
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(state.iterations() * events), benchmark::Counter::kIsRate);
   state.counters["rss_before_MB"] = before;
   state.counters["rss_after_MB"] = resident_mb();
 }
-BENCHMARK(BM_ReportTrace)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReportTrace)
+    ->Args({100'000, 0})->Args({1'000'000, 0})->Args({100'000, trace::kTraceGzipLevel})->Args({1'000'000, trace::kTraceGzipLevel})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace attnprof::bench

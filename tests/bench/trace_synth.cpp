@@ -1,5 +1,6 @@
 // attnprof_trace_synth OUT.json (--size-mb N | --events N): writes the trace of a synthetic
 // sweep with our writer, for measuring `attnprof report` on large traces (docs/perf/NOTES.md).
+// OUT.json.gz writes it gzip-compressed (--size-mb then counts the JSON, not the file).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   attnprof::bench::SyntheticRunOptions options;
+  if (std::string(argv[1]).ends_with(".gz")) options.write.format = attnprof::trace::TraceFormat::json_gz;
   const std::uint64_t n = std::strtoull(argv[3], nullptr, 10);
   if (std::string(argv[2]) == "--size-mb") options.target_bytes = n << 20;
   else options.target_events = n;

@@ -162,6 +162,13 @@ const EditCase kEditCases[] = {
     // metrics
     {"metrics_string", "/metrics", R"("dram")", "/metrics", R"(expected an array of metric names, found the string "dram")"},
     {"metric_misspelt", "/metrics", R"(["dram", "tensr"])", "/metrics/1", R"(expected one of "occupancy", "dram", "tensor", found "tensr" (did you mean "tensor"?))"},
+    // trace_format
+    {"trace_format_misspelt", "/trace_format", R"("json.gzip")", "/trace_format", R"(expected one of "json", "json.gz", found "json.gzip" (did you mean "json.gz"?))"},
+    {"trace_format_upper_case", "/trace_format", R"("JSON.GZ")", "/trace_format", R"(found "JSON.GZ" (did you mean "json.gz"?))"},
+    {"trace_format_unknown", "/trace_format", R"("zstd")", "/trace_format", R"(expected one of "json", "json.gz", found "zstd")"},
+    {"trace_format_boolean", "/trace_format", "true", "/trace_format", R"(expected one of "json", "json.gz", found true)"},
+    {"trace_format_array", "/trace_format", R"(["json.gz"])", "/trace_format", "found an array"},
+    {"trace_format_key_misspelt", "/trace_fromat", R"("json.gz")", "/trace_fromat", R"(unknown key "trace_fromat" (did you mean "trace_format"?))"},
     // expect
     {"expect_object", "/expect", kFlashCheck, "/expect", "expected an array of expectation objects, found an object"},
     {"expect_entry_string", "/expect", R"(["flash"])", kExpect0, R"(expected an expectation object, found the string "flash")"},
@@ -334,6 +341,7 @@ TEST(ConfigParse, AppliesDefaults) {
   EXPECT_EQ(config.seed, 20261202u);
   EXPECT_TRUE(config.metrics.empty());
   EXPECT_TRUE(config.expect.empty());
+  EXPECT_EQ(config.trace_format, trace::TraceFormat::json);
   EXPECT_EQ(config.document, document);
 }
 
@@ -371,7 +379,8 @@ TEST(ConfigParse, ReadsEveryField) {
                {"batch": 1, "heads": 2, "seq_q": 3, "seq_kv": 5, "head_dim": 8, "bias": true}],
     "warmup": 0, "iterations": 100000, "verify": false, "seed": 18446744073709551615,
     "metrics": ["occupancy", "tensor"],
-    "expect": []
+    "expect": [],
+    "trace_format": "json.gz"
   })");
   EXPECT_EQ(config.name, "sweep");
   EXPECT_EQ(config.backends, (std::vector<std::string>{"math", "manual:in_place", "cudnn"}));
@@ -384,6 +393,7 @@ TEST(ConfigParse, ReadsEveryField) {
   EXPECT_FALSE(config.verify);
   EXPECT_EQ(config.seed, UINT64_MAX);
   EXPECT_EQ(config.metrics, (std::vector<std::string>{"occupancy", "tensor"}));
+  EXPECT_EQ(config.trace_format, trace::TraceFormat::json_gz);
 }
 
 TEST(ConfigParse, LargestAcceptedShape) {

@@ -1,6 +1,7 @@
 // `attnprof report` on arbitrary bytes: the streaming tokenizer, the Chrome/Kineto reader, the
 // conversion to activities and the per-case aggregation. Rejection is a TraceFormatError with a
-// message; any other exception, a crash or undefined behaviour is a bug.
+// message; any other exception, a crash or undefined behaviour is a bug. Bytes that start like
+// gzip (1f 8b; the corpus has *.json.gz seeds) go through the inflater first, as a .json.gz does.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
