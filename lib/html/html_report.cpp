@@ -56,8 +56,8 @@ tbody tr:last-child td { border-bottom: none; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.label { font-weight: 600; }
 td .detail { display: block; color: var(--muted); font-size: 12px; }
-td.occupancy .detail { white-space: normal; min-width: 150px; }
-td.label { min-width: 190px; }
+td.occupancy { white-space: normal; min-width: 96px; }
+td.label { min-width: 170px; }
 ul.plain { list-style: none; margin: 0; padding: 0; }
 li.finding-group { padding: 12px 16px; border-bottom: 1px solid var(--line); }
 li.finding-group:last-child { border-bottom: none; }
@@ -180,7 +180,7 @@ std::string case_table(const RunSummary& s) {
     if (const KernelSummary* k = c.dominant_kernel()) {
       out += fmt::format(
           "<td><span class=\"mono\" title=\"{}\">{}</span><span class=\"detail\">{} · block {} · grid {} · {} smem</span></td>",
-          escape_html(k->name), escape_html(shorten(shorten_name(k->name), 40)),
+          escape_html(k->name), escape_html(shorten(shorten_name(k->name), 36)),
           escape_html(k->launch_api.empty() ? "unknown API" : k->launch_api), format_dims(k->block), format_dims(k->grid),
           escape_html(format_bytes(k->shared_bytes)));
       out += fmt::format("<td class=\"num\">{}</td>", k->registers_per_thread);
