@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -72,18 +71,16 @@ std::string fitted_text(double x, double y, const std::string& text, double max_
 std::string middle(std::string_view text, std::size_t width) { return shorten_middle(text, width); }
 std::string ending(std::string_view text, std::size_t width) { return shorten(text, width); }
 
-// A row of legend entries from x; returns the markup. `round` draws dots (roofline points), else squares.
-std::string legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& entries,
-                   bool round = false) {
+// A row of legend entries (text, colour) from x; an entry without a colour shows the dashed
+// outline of the median iteration.
+std::string legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& entries) {
   double width = 0;
   for (const auto& [text, color] : entries) width += (color.empty() ? 20 : 16) + text_width(text) + 18;
   x = std::max(8.0, std::min(x, kWidth - width));  // moved left rather than cut off
   std::string out = "<g class=\"legend\">\n";
   for (const auto& [text, color] : entries) {
     out += "<g class=\"legend-item\">";
-    if (round)
-      out += fmt::format("<circle class=\"swatch\" cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/>", px(x + 5), px(y), color);
-    else if (color.empty())
+    if (color.empty())
       out += fmt::format("<rect class=\"swatch wall\" x=\"{}\" y=\"{}\" width=\"14\" height=\"10\"/>", px(x), px(y - 5));
     else
       out += fmt::format("<rect class=\"swatch\" x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" rx=\"2\" fill=\"{}\"/>",
