@@ -1,10 +1,12 @@
 #include "summary/render.hpp"
 
+#include "summary/finding_groups.hpp"
 #include "summary/findings.hpp"
 #include "summary/kernel_category.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,47 +28,120 @@ std::string format_microseconds(double us) {
 
 std::string format_dims(const std::array<int, 3>& d) { return fmt::format("[{},{},{}]", d[0], d[1], d[2]); }
 
-std::string shorten(std::string_view text, std::size_t width) {
-  if (text.size() <= width) return std::string(text);
-  if (width <= 3) return std::string(text.substr(0, width));
-  return std::string(text.substr(0, width - 3)) + "...";
-}
-
-namespace {
-
-std::string count_text(double per_iter) {
+std::string format_count(double per_iter) {
   if (std::abs(per_iter - std::round(per_iter)) < 1e-9) return fmt::format("{:.0f}", per_iter);
   return fmt::format("{:.2f}", per_iter);
 }
 
-std::string bytes_text(double bytes) {
+std::string format_bytes(double bytes) {
   if (bytes >= 1 << 30) return fmt::format("{:.2f} GiB", bytes / (1 << 30));
   if (bytes >= 1 << 20) return fmt::format("{:.1f} MiB", bytes / (1 << 20));
   if (bytes >= 1 << 10) return fmt::format("{:.1f} KiB", bytes / (1 << 10));
   return fmt::format("{:.0f} B", bytes);
 }
 
+std::string shorten(std::string_view text, std::size_t width) {
+  if (text.size() <= width) return std::string(text);
+  if (width <= 3) return std::string(text.substr(0, width));
+  return std::string(text.substr(0, width - 3)) + "...";
+}
+
+std::string shorten_middle(std::string_view text, std::size_t width) {
+  if (text.size() <= width) return std::string(text);
+  if (width <= 3) return std::string(text.substr(0, width));
+  const std::size_t tail = (width - 3) / 2;
+  const std::size_t head = width - 3 - tail;
+  return std::string(text.substr(0, head)) + "..." + std::string(text.substr(text.size() - tail));
+}
+
+std::string wrap_text(std::string_view text, std::size_t width, std::string_view first, std::string_view rest) {
+  std::string out(first);
+  std::size_t line_start = 0;  // where the current line begins in `out`
+  bool line_has_words = false;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == ' ') {
+      ++at;
+      continue;
+    }
+    std::size_t end = text.find(' ', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view word = text.substr(at, end - at);
+    at = end;
+    while (!word.empty()) {
+      const std::size_t used = out.size() - line_start;
+      const std::size_t needed = word.size() + (line_has_words ? 1 : 0);
+      if (used + needed <= width) {
+        if (line_has_words) out += ' ';
+        out += word;
+        line_has_words = true;
+        break;
+      }
+      if (line_has_words) {  // the word goes on the next line
+        out += '\n';
+        line_start = out.size();
+        out += rest;
+        line_has_words = false;
+        continue;
+      }
+      // A word longer than a whole line (a kernel name) is cut where the line ends.
+      const std::size_t room = width > used ? width - used : 1;
+      out += word.substr(0, room);
+      word.remove_prefix(std::min(room, word.size()));
+      line_has_words = true;
+    }
+  }
+  return out;
+}
+
+namespace {
+
 std::string status_text(const CaseSummary& c) {
   if (c.status == CaseStatus::ok && c.verified && !c.verify_passed) return "WRONG";
   return to_string(c.status);
 }
 
+// How a column gives way when the table is wider than its limit.
+enum class Shrink { never, end, middle };
+
 struct Column {
   std::string title;
-  bool right_aligned;
+  bool right_aligned = false;
+  Shrink shrink = Shrink::never;
+  std::size_t min_width = 0;  // the narrowest a shrinking column may get
+  int give_way_order = 0;     // among shrinking columns, the lower gives way first
 };
 
-// Rows of cells -> aligned text (table) or a pipe table (md).
-std::string layout(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& rows, bool markdown) {
+// Rows of cells -> aligned text (table) or a pipe table (md). A text table wider than
+// `max_width` narrows its shrinking columns, in their give-way order, down to their minimum.
+std::string layout(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& rows, bool markdown,
+                   std::size_t max_width = 0) {
   std::vector<std::size_t> width(columns.size());
   for (std::size_t i = 0; i < columns.size(); ++i) width[i] = columns[i].title.size();
   for (const auto& row : rows)
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  if (!markdown && max_width > 0) {
+    std::size_t total = std::accumulate(width.begin(), width.end(), std::size_t{0}) + 2 * (columns.size() - 1);
+    std::vector<std::size_t> order(columns.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return columns[a].give_way_order < columns[b].give_way_order;
+    });
+    for (std::size_t i : order) {
+      if (columns[i].shrink == Shrink::never || total <= max_width) continue;
+      const std::size_t floor = std::max(columns[i].min_width, columns[i].title.size());
+      const std::size_t give = std::min(total - max_width, width[i] > floor ? width[i] - floor : 0);
+      width[i] -= give;
+      total -= give;
+    }
+  }
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
     if (markdown) out += "| ";
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      const std::string& cell = cells[i];
+      std::string cell = cells[i];
+      if (columns[i].shrink == Shrink::end) cell = shorten(cell, width[i]);
+      if (columns[i].shrink == Shrink::middle) cell = shorten_middle(cell, width[i]);
       if (markdown && i > 0) out += " | ";
       else if (i > 0) out += "  ";
       out += columns[i].right_aligned ? fmt::format("{:>{}}", cell, width[i]) : fmt::format("{:<{}}", cell, width[i]);
@@ -87,15 +162,36 @@ std::string layout(const std::vector<Column>& columns, const std::vector<std::ve
   return out;
 }
 
-std::string render_human(const RunSummary& s, bool markdown) {
-  std::string out;
-  const std::string heading =
-      fmt::format("attnprof {} on {} (sm_{}{}, {} SMs), config: {}{}", s.tool_version, s.device.name,
-                  s.device.compute_major, s.device.compute_minor, s.device.sm_count,
-                  s.config_name.empty() ? s.config_source : s.config_name,
-                  s.config_name.empty() ? "" : fmt::format(" ({})", s.config_source));
-  out += markdown ? "### " + heading + "\n\n" : heading + "\n\n";
+// "registers+smem" for "registers and shared memory": the narrow table's limiter column.
+std::string short_limiter(std::string limiter) {
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"shared memory", "smem"}, {" and ", "+"}})
+    for (auto at = limiter.find(from); at != std::string::npos; at = limiter.find(from, at + to.size()))
+      limiter.replace(at, from.size(), to);
+  return limiter;
+}
 
+std::string count_and_bytes(double per_iter, double bytes_per_iter) {
+  std::string text = format_count(per_iter);
+  if (per_iter > 0) text += " (" + format_bytes(bytes_per_iter) + ")";
+  return text;
+}
+
+// How the human formats lay out: a Markdown document, a table of any width (wide), or a table
+// that fits kTableWidth columns, prose wrapped to it.
+struct HumanStyle {
+  bool markdown = false;
+  bool wide = false;
+  bool narrow() const { return !markdown && !wide; }
+  std::size_t max_width() const { return narrow() ? kTableWidth : 0; }
+  std::string paragraph(const std::string& text) const {
+    return (narrow() ? wrap_text(text, kTableWidth, "", "") : text) + "\n";
+  }
+  std::string bullet(const std::string& text) const {
+    return (narrow() ? wrap_text(text, kTableWidth, "- ", "  ") : "- " + text) + "\n";
+  }
+};
+
+std::string cases_table(const RunSummary& s, const HumanStyle& style) {
   // A device column when the cases ran on several GPUs (run --devices), a communication column
   // when some case launched NCCL kernels; a one-GPU run without collectives reads as it always did.
   bool several_devices = false, any_communication = false;
@@ -103,89 +199,133 @@ std::string render_human(const RunSummary& s, bool markdown) {
     several_devices = several_devices || c.device != s.cases.front().device;
     any_communication = any_communication || communication_kernels_per_iter(c) > 0;
   }
-  std::vector<Column> main_columns = {
-      {"case", false},      {"status", false},   {"rel.err", true},   {"median", true},  {"p90", true},
-      {"TFLOP/s", true},    {"kernels/it", true}, {"memcpy/it", true}, {"memset/it", true}, {"plan cold/warm", true}};
-  if (any_communication) main_columns.insert(main_columns.begin() + 7, {"nccl/it", true});
-  if (several_devices) main_columns.insert(main_columns.begin() + 1, {"GPU", true});
+  const bool wide = !style.narrow();
+  std::vector<Column> columns = {{"case", false, Shrink::middle, 32}, {"status", false}};
+  if (several_devices) columns.push_back({"GPU", true});
+  if (wide) columns.push_back({"rel.err", true});
+  columns.push_back({"median", true});
+  if (wide) columns.push_back({"p90", true});
+  columns.insert(columns.end(), {{"TFLOP/s", true}, {"kernels/it", true}});
+  if (any_communication) columns.push_back({"nccl/it", true});
+  columns.insert(columns.end(), {{"memcpy/it", true}, {"memset/it", true}});
+  if (wide) columns.push_back({"plan cold/warm", true});
+
   std::vector<std::vector<std::string>> rows;
   for (const CaseSummary& c : s.cases) {
     const bool ran = c.status == CaseStatus::ok;
-    std::string memcpy = ran ? count_text(c.memcpy_per_iter) : "";
-    if (ran && c.memcpy_per_iter > 0) memcpy += " (" + bytes_text(c.memcpy_bytes_per_iter) + ")";
-    std::string plan;
-    if (c.plan_cold_ms) plan = fmt::format("{:.2f}/{:.3f} ms", *c.plan_cold_ms, c.plan_warm_ms.value_or(0));
-    rows.push_back({c.label, status_text(c), c.verified ? fmt::format("{:.1e}", c.relative_error) : "-",
-                    ran ? format_microseconds(c.median_us) : "", ran ? format_microseconds(c.p90_us) : "",
-                    ran ? fmt::format("{:.1f}", c.tflops) : "", ran ? count_text(c.kernels_per_iter) : "", memcpy,
-                    ran ? count_text(c.memset_per_iter) : "", ran ? plan : ""});
-    if (any_communication) rows.back().insert(rows.back().begin() + 7, ran ? count_text(communication_kernels_per_iter(c)) : "");
-    if (several_devices) rows.back().insert(rows.back().begin() + 1, std::to_string(c.device));
+    std::vector<std::string> row = {c.label, status_text(c)};
+    if (several_devices) row.push_back(std::to_string(c.device));
+    if (wide) row.push_back(c.verified ? fmt::format("{:.1e}", c.relative_error) : "-");
+    row.push_back(ran ? format_microseconds(c.median_us) : "");
+    if (wide) row.push_back(ran ? format_microseconds(c.p90_us) : "");
+    row.push_back(ran ? fmt::format("{:.1f}", c.tflops) : "");
+    row.push_back(ran ? format_count(c.kernels_per_iter) : "");
+    if (any_communication) row.push_back(ran ? format_count(communication_kernels_per_iter(c)) : "");
+    row.push_back(ran ? count_and_bytes(c.memcpy_per_iter, c.memcpy_bytes_per_iter) : "");
+    row.push_back(ran ? count_and_bytes(c.memset_per_iter, c.memset_bytes_per_iter) : "");
+    if (wide) {
+      std::string plan;
+      if (ran && c.plan_cold_ms) plan = fmt::format("{:.2f}/{:.3f} ms", *c.plan_cold_ms, c.plan_warm_ms.value_or(0));
+      row.push_back(plan);
+    }
+    rows.push_back(std::move(row));
   }
-  out += layout(main_columns, rows, markdown);
+  return layout(columns, rows, style.markdown, style.max_width());
+}
 
-  std::vector<Column> kernel_columns = {{"case", false},     {"dominant kernel", false}, {"regs", true},
-                                        {"block", true},     {"grid", true},             {"smem", true},
-                                        {"occupancy", true}, {"limited by", false},      {"launch api", false}};
+std::string kernels_table(const RunSummary& s, const HumanStyle& style) {
+  const bool wide = !style.narrow();
   // Columns for --metrics dram / tensor only when some kernel has them.
-  bool any_dram = false, any_tensor = false;
+  bool any_achieved = false, any_dram = false, any_tensor = false;
   for (const CaseSummary& c : s.cases)
     if (const KernelSummary* k = c.dominant_kernel()) {
+      any_achieved = any_achieved || k->achieved_occupancy_percent.has_value();
       any_dram = any_dram || k->dram_throughput_percent.has_value();
       any_tensor = any_tensor || k->tensor_pipe_percent.has_value();
     }
-  if (any_dram) kernel_columns.push_back({"dram", true});
-  if (any_tensor) kernel_columns.push_back({"tensor pipe", true});
-  rows.clear();
+  // The kernel name gives way first, then the limiter, then the case label, which says which row
+  // this is. The narrow table gives achieved occupancy its own column and leaves out the DRAM GB/s.
+  std::vector<Column> columns = {{"case", false, Shrink::middle, 20, 2}, {"dominant kernel", false, Shrink::end, 16, 0},
+                                 {"regs", true}};
+  if (wide) columns.insert(columns.end(), {{"block", true}, {"grid", true}});
+  columns.insert(columns.end(), {{"smem", true}, {"occupancy", true}});
+  if (!wide && any_achieved) columns.push_back({"achieved", true});
+  columns.push_back({"limited by", false, wide ? Shrink::never : Shrink::end, 10, 1});
+  if (wide) columns.push_back({"launch api", false});
+  if (any_dram) columns.push_back({"dram", true});
+  if (any_tensor) columns.push_back({"tensor pipe", true});
+
+  std::vector<std::vector<std::string>> rows;
   for (const CaseSummary& c : s.cases) {
     const KernelSummary* k = c.dominant_kernel();
     if (c.status != CaseStatus::ok || k == nullptr) continue;
+    const std::string achieved =
+        k->achieved_occupancy_percent ? fmt::format("{:.1f}%", *k->achieved_occupancy_percent) : "";
     std::string occupancy = k->occupancy_valid ? fmt::format("{:.1f}%", k->theoretical_occupancy_percent) : "?";
-    if (k->achieved_occupancy_percent) occupancy += fmt::format(" ({:.1f}% achieved)", *k->achieved_occupancy_percent);
-    rows.push_back({c.label, shorten(shorten_name(k->name), markdown ? 120 : 48), std::to_string(k->registers_per_thread),
-                    format_dims(k->block), format_dims(k->grid), bytes_text(k->shared_bytes), occupancy,
-                    k->occupancy_limiter, k->launch_api});
+    if (wide && !achieved.empty()) occupancy += fmt::format(" ({} achieved)", achieved);
+    std::vector<std::string> row = {c.label, shorten_name(k->name), std::to_string(k->registers_per_thread)};
+    if (wide) row.insert(row.end(), {format_dims(k->block), format_dims(k->grid)});
+    row.insert(row.end(), {format_bytes(k->shared_bytes), occupancy});
+    if (!wide && any_achieved) row.push_back(achieved);
+    row.push_back(wide ? k->occupancy_limiter : short_limiter(k->occupancy_limiter));
+    if (wide) row.push_back(k->launch_api);
     if (any_dram) {
       std::string dram;
       if (k->dram_throughput_percent) dram = fmt::format("{:.1f}%", *k->dram_throughput_percent);
-      if (k->dram_bytes_per_second) dram += fmt::format(" ({:.0f} GB/s)", *k->dram_bytes_per_second / 1e9);
-      rows.back().push_back(dram);
+      if (wide && k->dram_bytes_per_second) dram += fmt::format(" ({:.0f} GB/s)", *k->dram_bytes_per_second / 1e9);
+      row.push_back(dram);
     }
-    if (any_tensor)
-      rows.back().push_back(k->tensor_pipe_percent ? fmt::format("{:.1f}%", *k->tensor_pipe_percent) : "");
+    if (any_tensor) row.push_back(k->tensor_pipe_percent ? fmt::format("{:.1f}%", *k->tensor_pipe_percent) : "");
+    rows.push_back(std::move(row));
   }
-  if (!rows.empty()) {
-    out += markdown ? "\n" : "\n";
-    out += layout(kernel_columns, rows, markdown);
-  }
+  if (rows.empty()) return "";
+  return layout(columns, rows, style.markdown, style.max_width());
+}
+
+std::string render_human(const RunSummary& s, const HumanStyle& style) {
+  std::string out;
+  const std::string heading =
+      fmt::format("attnprof {} on {} (sm_{}{}, {} SMs), config: {}{}", s.tool_version, s.device.name,
+                  s.device.compute_major, s.device.compute_minor, s.device.sm_count,
+                  s.config_name.empty() ? s.config_source : s.config_name,
+                  s.config_name.empty() ? "" : fmt::format(" ({})", s.config_source));
+  out += style.markdown ? "### " + heading + "\n\n" : style.paragraph(heading) + "\n";
+  out += cases_table(s, style);
+  const std::string kernels = kernels_table(s, style);
+  if (!kernels.empty()) out += '\n' + kernels;
 
   std::string notes;
   for (const CaseSummary& c : s.cases) {
     if (c.status != CaseStatus::ok && !c.reason.empty())
-      notes += fmt::format("- {} {}: {}\n", c.label, to_string(c.status), c.reason);
+      notes += style.bullet(fmt::format("{} {}: {}", c.label, to_string(c.status), c.reason));
     else if (c.verified && !c.verify_passed)
-      notes += fmt::format("- {} WRONG: {}\n", c.label, c.reason);
+      notes += style.bullet(fmt::format("{} WRONG: {}", c.label, c.reason));
   }
-  if (!notes.empty()) out += (markdown ? "\n**Not run or wrong**\n\n" : "\nnot run or wrong:\n") + notes;
+  if (!notes.empty()) out += (style.markdown ? "\n**Not run or wrong**\n\n" : "\nnot run or wrong:\n") + notes;
 
+  // Each finding once, with the cases it applies to (finding_groups.hpp).
   std::string findings;
-  for (const CaseSummary& c : s.cases)
-    for (const Finding& f : c.findings) findings += fmt::format("- {}: {}\n", c.label, f.message);
-  if (!findings.empty()) out += (markdown ? "\n**Findings**\n\n" : "\nfindings:\n") + findings;
+  for (const FindingGroup& g : group_findings(s))
+    findings += style.bullet(fmt::format("{}: {}", finding_group_subject(g, s), g.message));
+  if (!findings.empty()) out += (style.markdown ? "\n**Findings**\n\n" : "\nfindings:\n") + findings;
 
   std::string surprises;
   for (const CaseSummary& c : s.cases)
     for (const Surprise& x : c.surprises)
-      surprises += fmt::format("- {}: {} expected {}, trace shows {} ({}{})\n", c.label, x.field, x.expected,
-                               x.observed, x.expectation, x.note.empty() ? "" : ": " + x.note);
-  if (!surprises.empty()) out += (markdown ? "\n**Surprises** (your guesses the trace contradicts)\n\n" : "\nsurprises (guesses the trace contradicts):\n") + surprises;
+      surprises += style.bullet(fmt::format("{}: {} expected {}, trace shows {} ({}{})", c.label, x.field, x.expected,
+                                            x.observed, x.expectation, x.note.empty() ? "" : ": " + x.note));
+  if (!surprises.empty())
+    out += (style.markdown ? "\n**Surprises** (your guesses the trace contradicts)\n\n"
+                           : "\nsurprises (guesses the trace contradicts):\n") +
+           surprises;
 
   std::string capture = fmt::format("capture: {} records, {} dropped, {} buffer requests declined, {} with invalid timestamps",
                                     s.capture.records, s.capture.dropped_records, s.capture.buffers_declined,
                                     s.capture.invalid_timestamps);
   if (!s.capture.complete()) capture += "  <-- INCOMPLETE: counts above may be low";
-  if (s.interrupted) capture += "\nthe run was interrupted; cases not reached are marked interrupted";
-  out += "\n" + capture + "\n";
+  out += '\n';
+  out += style.paragraph(capture);
+  if (s.interrupted) out += style.paragraph("the run was interrupted; cases not reached are marked interrupted");
   return out;
 }
 
@@ -231,12 +371,13 @@ std::string render_csv(const RunSummary& s) {
   return out;
 }
 
+
 }  // namespace
 
-std::string render_summary(const RunSummary& summary, OutputFormat format) {
+std::string render_summary(const RunSummary& summary, OutputFormat format, const RenderOptions& options) {
   switch (format) {
-    case OutputFormat::table: return render_human(summary, false);
-    case OutputFormat::md: return render_human(summary, true);
+    case OutputFormat::table: return render_human(summary, {false, options.wide});
+    case OutputFormat::md: return render_human(summary, {true, true});
     case OutputFormat::csv: return render_csv(summary);
     case OutputFormat::json: return nlohmann::json(summary).dump(2) + "\n";
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -298,16 +299,11 @@ void from_json(const nlohmann::json& j, RunSummary& r) {
   r.device.id = json_integer_or(device, "id", 0);
   r.device.name = device.value("name", "");
   r.device.sm_count = json_integer_or(device, "sm_count", 0);
-  // "9.0": the summary keeps the compute capability as text (`profile` prints the header from it).
+  // "9.0", as to_json writes it; anything else leaves the capability unknown (0.0).
   const std::string capability = device.value("compute_capability", "");
-  if (const auto dot = capability.find('.'); dot != std::string::npos) {
-    try {
-      r.device.compute_major = std::stoi(capability.substr(0, dot));
-      r.device.compute_minor = std::stoi(capability.substr(dot + 1));
-    } catch (const std::exception&) {
-      throw std::runtime_error("\"device\".\"compute_capability\": expected \"major.minor\", found " +
-                               nlohmann::json(capability).dump());
-    }
+  if (int major = 0, minor = 0; std::sscanf(capability.c_str(), "%d.%d", &major, &minor) == 2) {
+    r.device.compute_major = major;
+    r.device.compute_minor = minor;
   }
   const nlohmann::json versions = j.value("versions", nlohmann::json::object());
   r.driver_version = versions.value("driver", "");

@@ -123,6 +123,9 @@ TEST(Summary, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(nlohmann::json(d), nlohmann::json(c));
   EXPECT_EQ(back.capture.dropped_records, 3u);
   EXPECT_FALSE(back.capture.complete());
+  EXPECT_EQ(back.device.compute_major, 9);
+  EXPECT_EQ(back.device.compute_minor, 0);
+  EXPECT_EQ(back.device.sm_count, 132);
 }
 
 TEST(Summary, RejectsDocumentsThatAreNotSummaries) {
