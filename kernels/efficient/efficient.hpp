@@ -45,12 +45,15 @@ cudaError_t prepare_forward(DType dtype, int head_dim);
 // Enqueues the single kernel launch; the caller checks cudaGetLastError().
 void forward(DType dtype, const ForwardParams& params, cudaStream_t stream);
 
-// One explicit specialization of each per (dtype, head-dim bucket), each in its own .cu file.
+// One compiled instantiation per (dtype, head-dim bucket): its entry points are declared here
+// and defined in efficient_launch.cuh; each efficient_fwd_<dtype>_d<dim>.cu explicitly
+// instantiates exactly one, and efficient_dispatch.cu (which sees only this declaration)
+// dispatches among them.
 template <DType kDType, int kHeadDim>
-int instance_smem_bytes();
-template <DType kDType, int kHeadDim>
-cudaError_t prepare_instance();
-template <DType kDType, int kHeadDim>
-void launch_instance(const ForwardParams& params, cudaStream_t stream);
+struct EfficientForward {
+  static int smem_bytes();
+  static cudaError_t prepare();
+  static void launch(const ForwardParams& params, cudaStream_t stream);
+};
 
 }  // namespace attnprof::kernels::efficient

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "common/element_type.cuh"
+#include "common/static_switch.hpp"
 #include "elementwise/elementwise.hpp"
 
 namespace attnprof::kernels {
@@ -442,14 +444,11 @@ __global__ void __launch_bounds__(kThreads) where_rows_kernel(const bool* row_fl
   for (int c = head + packs * 4 + lane; c < cols; c += kWarp) dst[c] = flag ? z : src[c];
 }
 
+// f(Element<dtype>*{nullptr}): the element type of a run-time dtype, for every op below.
 template <typename F>
-void dispatch(DType type, F&& f) {
-  switch (type) {
-    case DType::bf16: f(static_cast<__nv_bfloat16*>(nullptr)); return;
-    case DType::fp16: f(static_cast<__half*>(nullptr)); return;
-    case DType::fp32: f(static_cast<float*>(nullptr)); return;
-  }
-  throw std::invalid_argument("unknown dtype");
+void with_element(const char* op, DType type, F&& f) {
+  dtype_switch<DType::bf16, DType::fp16, DType::fp32>(
+      op, type, [&](auto tag) { f(static_cast<Element<decltype(tag)::value>*>(nullptr)); });
 }
 
 // Grid for the mask-broadcast kernels: x over the mask's packs, y over groups of matrices.
@@ -496,8 +495,8 @@ void launch_softmax(const T* in, T* out, std::int64_t rows, int cols, cudaStream
 }  // namespace
 
 void convert(const void* in, DType in_type, void* out, DType out_type, std::int64_t n, cudaStream_t stream) {
-  dispatch(in_type, [&](auto* in_tag) {
-    dispatch(out_type, [&](auto* out_tag) {
+  with_element("convert", in_type, [&](auto* in_tag) {
+    with_element("convert", out_type, [&](auto* out_tag) {
       using In = std::remove_pointer_t<decltype(in_tag)>;
       using Out = std::remove_pointer_t<decltype(out_tag)>;
       const FlatWork w = flat_work(n, kConvertPack<In, Out>, kConvertUnroll<In, Out>,
@@ -509,7 +508,7 @@ void convert(const void* in, DType in_type, void* out, DType out_type, std::int6
 }
 
 void scale(const void* in, void* out, DType type, float factor, std::int64_t n, cudaStream_t stream) {
-  dispatch(type, [&](auto* tag) {
+  with_element("scale", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const FlatWork w = flat_work(n, kVectorBytes / sizeof(T), unroll_for(kVectorBytes),
                                  aligned(in, kVectorBytes) && aligned(out, kVectorBytes));
@@ -549,7 +548,7 @@ void add_broadcast(float* attn, const float* mask, std::int64_t matrix_elements,
 }
 
 void softmax_rows(const void* in, void* out, DType type, std::int64_t rows, int cols, cudaStream_t stream) {
-  dispatch(type, [&](auto* tag) {
+  with_element("softmax_rows", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     launch_softmax<T>(static_cast<const T*>(in), static_cast<T*>(out), rows, cols, stream);
   });
@@ -575,7 +574,7 @@ void where_rows(const bool* row_flag, const float* zero, const float* in, float*
 
 void masked_fill(void* data, DType type, const bool* keep, float value, std::int64_t matrix_elements,
                  std::int64_t matrices, cudaStream_t stream) {
-  dispatch(type, [&](auto* tag) {
+  with_element("masked_fill", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     constexpr int kPack = kVectorBytes / sizeof(T);
     const bool vectorized = matrix_elements % kPack == 0 && aligned(data, kVectorBytes) && aligned(keep, kPack);

@@ -530,41 +530,4 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
 #endif
 }
 
-// ---------------------------------------------------------------------------------------------
-// Host side of one instantiation
-
-template <DType kDType>
-struct ElementOf;
-template <>
-struct ElementOf<DType::bf16> {
-  using type = __nv_bfloat16;
-};
-template <>
-struct ElementOf<DType::fp16> {
-  using type = __half;
-};
-
-template <DType kDType, int kHeadDim>
-using TraitsFor = std::conditional_t<kHeadDim == 64, FlashFwdTraitsD64<typename ElementOf<kDType>::type>,
-                                     FlashFwdTraitsD128<typename ElementOf<kDType>::type>>;
-
-template <typename Traits, bool kCausal>
-cudaError_t prepare_kernel() {
-  const auto kernel = &flash_fwd_kernel<Traits, kCausal>;
-  cudaError_t status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
-  if (status != cudaSuccess) return status;
-  // Two blocks per SM need 2 x (smem + 1 KB reserved) of the unified L1/shared storage.
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              cudaSharedmemCarveoutMaxShared);
-}
-
-template <typename Traits, bool kCausal>
-void launch_kernel(const FlashParams& params, cudaStream_t stream) {
-  // Query tiles on x (no 65535 limit), heads on y, batch on z.
-  const dim3 grid(static_cast<unsigned>((params.seq_q + Traits::kBlockM - 1) / Traits::kBlockM),
-                  static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
-  flash_fwd_kernel<Traits, kCausal><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
-}
-
 }  // namespace attnprof::kernels::flash
