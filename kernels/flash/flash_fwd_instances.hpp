@@ -11,7 +11,9 @@
 
 namespace attnprof::kernels {
 
-template <DType kDType, int kHeadDim, bool kCausal>
+// kMasked: rows see a band of keys (causal and/or a window, either alignment), so tiles outside
+// it are skipped and tiles on its edges masked; without it every row sees every key.
+template <DType kDType, int kHeadDim, bool kMasked>
 struct FlashForward {
   // Raises the kernel's dynamic shared-memory limit and prefers the shared-memory carveout.
   static cudaError_t prepare();
