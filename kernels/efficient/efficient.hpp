@@ -5,12 +5,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 
 namespace attnprof::kernels::efficient {
 
-// q, k, v, o: [batch, heads, seq, head_dim] contiguous in `dtype`; bias: fp32 [seq_q, seq_kv]
-// (null when absent), added to the scaled score; lse: fp32 [batch, heads, seq_q] (may be null).
+// q, o: [batch, heads, seq_q, head_dim], k, v: [batch, heads_kv, seq_kv, head_dim], contiguous in
+// `dtype`; query head h reads K/V head h / group_size. bias: fp32 [seq_q, seq_kv] (null when
+// absent), added to the scaled score; lse: fp32 [batch, heads, seq_q] (may be null). A row that
+// sees no key (mask) gets zeros in o and -inf in lse.
 struct ForwardParams {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -20,11 +23,13 @@ struct ForwardParams {
   const float* bias = nullptr;
   int batch = 0;
   int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;  // heads / heads_kv
   int seq_q = 0;
   int seq_kv = 0;
   int head_dim = 0;  // multiple of 8, 8..256
   float scale = 0.f;
-  bool causal = false;  // top-left aligned: query i sees keys 0..i
+  MaskBounds mask;  // causal and window bounds, either alignment (unbounded: every key)
 };
 
 constexpr int kMaxHeadDim = 256;
@@ -45,12 +50,15 @@ cudaError_t prepare_forward(DType dtype, int head_dim);
 // Enqueues the single kernel launch; the caller checks cudaGetLastError().
 void forward(DType dtype, const ForwardParams& params, cudaStream_t stream);
 
-// One explicit specialization of each per (dtype, head-dim bucket), each in its own .cu file.
+// One compiled instantiation per (dtype, head-dim bucket): its entry points are declared here
+// and defined in efficient_launch.cuh; each efficient_fwd_<dtype>_d<dim>.cu explicitly
+// instantiates exactly one, and efficient_dispatch.cu (which sees only this declaration)
+// dispatches among them.
 template <DType kDType, int kHeadDim>
-int instance_smem_bytes();
-template <DType kDType, int kHeadDim>
-cudaError_t prepare_instance();
-template <DType kDType, int kHeadDim>
-void launch_instance(const ForwardParams& params, cudaStream_t stream);
+struct EfficientForward {
+  static int smem_bytes();
+  static cudaError_t prepare();
+  static void launch(const ForwardParams& params, cudaStream_t stream);
+};
 
 }  // namespace attnprof::kernels::efficient

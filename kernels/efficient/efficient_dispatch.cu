@@ -1,46 +1,39 @@
 // Picks the compiled instantiation for a (dtype, head dim); host code only.
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
+#include "common/static_switch.hpp"
 #include "efficient/efficient.hpp"
 
 namespace attnprof::kernels::efficient {
 namespace {
 
+// Calls f(EfficientForward<dtype, bucket>{}) for the head-dim bucket that runs `head_dim`.
 template <typename F>
 decltype(auto) with_instance(DType dtype, int head_dim, F&& f) {
   const int bucket = head_dim_bucket(head_dim);
-  auto by_bucket = [&](auto dtype_tag) -> decltype(auto) {
-    constexpr DType kDType = decltype(dtype_tag)::value;
-    switch (bucket) {
-      case 64: return f(std::integral_constant<DType, kDType>{}, std::integral_constant<int, 64>{});
-      case 128: return f(std::integral_constant<DType, kDType>{}, std::integral_constant<int, 128>{});
-      case 256: return f(std::integral_constant<DType, kDType>{}, std::integral_constant<int, 256>{});
-    }
-    throw std::invalid_argument("efficient attention: unsupported head dim " + std::to_string(head_dim));
-  };
-  switch (dtype) {
-    case DType::bf16: return by_bucket(std::integral_constant<DType, DType::bf16>{});
-    case DType::fp16: return by_bucket(std::integral_constant<DType, DType::fp16>{});
-    case DType::fp32: return by_bucket(std::integral_constant<DType, DType::fp32>{});
-  }
-  throw std::invalid_argument("efficient attention: unknown dtype");
+  if (bucket == 0)
+    throw std::invalid_argument("efficient: no kernel for head_dim " + std::to_string(head_dim) +
+                                " (multiples of 8 from 8 to " + std::to_string(kMaxHeadDim) + ")");
+  return dtype_switch<DType::bf16, DType::fp16, DType::fp32>("efficient", dtype, [&](auto dtype_tag) -> decltype(auto) {
+    return head_dim_switch<64, 128, 256>("efficient", bucket, [&](auto dim_tag) -> decltype(auto) {
+      return f(EfficientForward<decltype(dtype_tag)::value, decltype(dim_tag)::value>{});
+    });
+  });
 }
 
 }  // namespace
 
 int forward_smem_bytes(DType dtype, int head_dim) {
-  return with_instance(dtype, head_dim, [](auto d, auto h) { return instance_smem_bytes<decltype(d)::value, decltype(h)::value>(); });
+  return with_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::smem_bytes(); });
 }
 
 cudaError_t prepare_forward(DType dtype, int head_dim) {
-  return with_instance(dtype, head_dim, [](auto d, auto h) { return prepare_instance<decltype(d)::value, decltype(h)::value>(); });
+  return with_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::prepare(); });
 }
 
 void forward(DType dtype, const ForwardParams& params, cudaStream_t stream) {
-  with_instance(dtype, params.head_dim,
-                [&](auto d, auto h) { launch_instance<decltype(d)::value, decltype(h)::value>(params, stream); });
+  with_instance(dtype, params.head_dim, [&](auto instance) { decltype(instance)::launch(params, stream); });
 }
 
 }  // namespace attnprof::kernels::efficient

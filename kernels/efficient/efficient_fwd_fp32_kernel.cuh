@@ -38,19 +38,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const int m0 = (gridDim.x - 1 - blockIdx.x) * Tr::kBlockM;
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.z) * p.heads + blockIdx.y;
   const std::int64_t head_row0 = head * p.seq_q;
+  const std::int64_t kv_head = static_cast<std::int64_t>(blockIdx.z) * p.heads_kv + blockIdx.y / p.group_size;
   const float* q = static_cast<const float*>(p.q) + (head_row0 + m0) * p.head_dim;
-  const float* k = static_cast<const float*>(p.k) + head * p.seq_kv * p.head_dim;
-  const float* v = static_cast<const float*>(p.v) + head * p.seq_kv * p.head_dim;
+  const float* k = static_cast<const float*>(p.k) + kv_head * p.seq_kv * p.head_dim;
+  const float* v = static_cast<const float*>(p.v) + kv_head * p.seq_kv * p.head_dim;
 
   const std::uint32_t s_q = smem_address(smem);
   const std::uint32_t s_k = s_q + Tr::kKOffset, s_v = s_q + Tr::kVOffset, s_p = s_q + Tr::kPOffset;
 
-  int n_tiles = (p.seq_kv + Tr::kBlockN - 1) / Tr::kBlockN;
-  if (p.causal) n_tiles = min(n_tiles, (min(m0 + Tr::kBlockM, p.seq_q) - 1) / Tr::kBlockN + 1);
+  // Only the key tiles some row of the block sees (core/mask_bounds.hpp); none when no row
+  // sees a key (the block then writes zeros).
+  const KeyTiles tiles = key_tiles(p.mask, p.seq_q, p.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
 
   const int chunks_valid = p.head_dim / 4;
-  load_fp32_tile<Tr, Tr::kBlockM>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid, p.head_dim, tid);
-  cp_async_commit();
+  if (tiles.begin < tiles.end) {  // else nothing is loaded: no copy is left in flight at exit
+    load_fp32_tile<Tr, Tr::kBlockM>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid, p.head_dim, tid);
+    cp_async_commit();
+  }
 
   float o[2][Tr::kColGroups][4];
 #pragma unroll
@@ -62,7 +66,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const float scale_log2 = p.scale * kLog2e;
   const int rows[2] = {m0 + lane_group, m0 + lane_group + 32};
 
-  for (int tile = 0; tile < n_tiles; ++tile) {
+  for (int tile = tiles.begin; tile < tiles.end; ++tile) {
     const int key0 = tile * Tr::kBlockN;
     __syncthreads();  // every thread is done with the previous K, V and P
     load_fp32_tile<Tr, Tr::kBlockN>(s_k, k + static_cast<std::int64_t>(key0) * p.head_dim,
@@ -96,7 +100,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         float x = s[r][i] * scale_log2;
         if (p.bias != nullptr && rows[r] < p.seq_q && key < p.seq_kv)
           x = fmaf(__ldg(p.bias + static_cast<std::int64_t>(rows[r]) * p.seq_kv + key), kLog2e, x);
-        if (key >= p.seq_kv || (p.causal && key > rows[r])) x = -INFINITY;
+        if (key >= p.seq_kv || !p.mask.sees(rows[r], key)) x = -INFINITY;
         s[r][i] = x;
         tile_max[r] = fmaxf(tile_max[r], x);
       }
@@ -146,10 +150,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 4);
     if (rows[r] >= p.seq_q) continue;
-    const float inv_sum = 1.f / row_sum[r];
+    // A row that saw no key has sum 0: zeros out, -inf logsumexp.
+    const float inv_sum = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
     if (p.lse != nullptr && col == 0) {
       const float base = row_max[r] == -INFINITY ? 0.f : row_max[r];
-      p.lse[head_row0 + rows[r]] = (base + log2f(row_sum[r])) * kLn2;
+      p.lse[head_row0 + rows[r]] = row_sum[r] > 0.f ? (base + log2f(row_sum[r])) * kLn2 : -INFINITY;
     }
 #pragma unroll
     for (int j = 0; j < Tr::kColGroups; ++j) {

@@ -1,7 +1,10 @@
 // bf16/fp16 body of the efficient forward kernel: mma.sync m16n8k16 with fp32 accumulation.
 // One block per (64-query block, head, batch); the block sweeps the key tiles in order with an
 // online softmax in the log2 domain; K/V tiles are double-buffered with cp.async; the output
-// accumulator never leaves the chip until the single store at the end.
+// accumulator never leaves the chip until the single store at the end. Query head h reads K/V
+// head h / group_size (GQA, MQA); key tiles outside the mask band (causal, window, either
+// alignment) are never visited and only tiles on its edges are masked. A row that sees no key
+// writes zeros and a logsumexp of -inf.
 //
 // Shared tiles (Q, K, V, O staging) are row-major with 16-byte chunks XOR-swizzled by row:
 // chunk c of row r lives at chunk c ^ (r % 8), so every 8x8 ldmatrix and every fragment store
@@ -88,8 +91,8 @@ __device__ __forceinline__ void attend_tile(const ForwardParams& p, const MmaThr
     }
   }
 
-  // Scale into the log2 domain, add the bias, mask (only tiles that cross the causal diagonal
-  // or the end of the keys are compiled with kMask).
+  // Scale into the log2 domain, add the bias, mask (only tiles that cross an edge of the mask
+  // band or the end of the keys are compiled with kMask).
   const int col0 = tile * Tr::kBlockN + t.col_warp * Tr::kWarpKeys + 2 * (t.lane & 3);
   const float* bias_row[2] = {};
   if constexpr (kBias) {
@@ -107,7 +110,7 @@ __device__ __forceinline__ void attend_tile(const ForwardParams& p, const MmaThr
       float x = s[nb][i] * scale_log2;
       if (kBias && bias_row[i >> 1] != nullptr && (!kMask || col < p.seq_kv))
         x = fmaf(__ldg(bias_row[i >> 1] + nb * 8 + (i & 1)), kLog2e, x);
-      if (kMask && (col >= p.seq_kv || (p.causal && col > row))) x = -INFINITY;
+      if (kMask && (col >= p.seq_kv || !p.mask.sees(row, col))) x = -INFINITY;
       s[nb][i] = x;
     }
   }
@@ -261,15 +264,16 @@ __device__ __forceinline__ void combine_key_half(const ForwardParams& p, const M
   for (int r = 0; r < 2; ++r) {
     const float other_max = ld_shared_f32(in + (kHalf * 4 + r) * 128);
     const float other_sum = ld_shared_f32(in + (kHalf * 4 + 2 + r) * 128);
-    // Finite: warp 0 of the pair always sees key 0. A warp whose keys were all masked has
-    // max -inf and sum 0, and gets weight exp2(-inf) = 0.
+    // A warp whose keys were all masked has max -inf and sum 0, and gets weight exp2(-inf) = 0;
+    // when neither saw a key (a window, bottom-right), base 0 keeps both weights 0, not NaN.
     const float max = fmaxf(row_max[r], other_max);
-    mine[r] = fast_exp2(row_max[r] - max);
-    theirs[r] = fast_exp2(other_max - max);
+    const float base = max == -INFINITY ? 0.f : max;
+    mine[r] = fast_exp2(row_max[r] - base);
+    theirs[r] = fast_exp2(other_max - base);
     const float sum = row_sum[r] * mine[r] + other_sum * theirs[r];
-    inv_sum[r] = 1.f / sum;
+    inv_sum[r] = sum > 0.f ? 1.f / sum : 0.f;
     if (kOwn == 0 && p.lse != nullptr && (t.lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
-      p.lse[head_row0 + t.row0 + 8 * r] = (max + __log2f(sum)) * kLn2;
+      p.lse[head_row0 + t.row0 + 8 * r] = sum > 0.f ? (base + __log2f(sum)) * kLn2 : -INFINITY;
   }
   const int local_row = t.row_warp * 16 + (t.lane >> 2);
 #pragma unroll
@@ -300,9 +304,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
   t.row0 = m0 + t.row_warp * 16 + (t.lane >> 2);
   const std::int64_t head = static_cast<std::int64_t>(blockIdx.z) * p.heads + blockIdx.y;
   const std::int64_t head_row0 = head * p.seq_q;  // lse/o row index of query 0 of this head
+  const std::int64_t kv_head = static_cast<std::int64_t>(blockIdx.z) * p.heads_kv + blockIdx.y / p.group_size;
   const T* q = static_cast<const T*>(p.q) + (head_row0 + m0) * p.head_dim;
-  const T* k = static_cast<const T*>(p.k) + head * p.seq_kv * p.head_dim;
-  const T* v = static_cast<const T*>(p.v) + head * p.seq_kv * p.head_dim;
+  const T* k = static_cast<const T*>(p.k) + kv_head * p.seq_kv * p.head_dim;
+  const T* v = static_cast<const T*>(p.v) + kv_head * p.seq_kv * p.head_dim;
 
   const std::uint32_t s_q = smem_address(smem);
   const std::uint32_t s_k = s_q + Tr::kKOffset, s_v = s_q + Tr::kVOffset, s_p = s_q + Tr::kPOffset;
@@ -319,23 +324,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
                (Tr::kSplitDims ? t.col_warp * Tr::kWarpDims * 2 : 0) + (x_a << 4);
   }
 
-  // Key tiles [0, n_tiles); tiles [n_full, n_tiles) cross the end of the keys or the diagonal.
-  int n_tiles = (p.seq_kv + Tr::kBlockN - 1) / Tr::kBlockN;
-  int n_full = p.seq_kv / Tr::kBlockN;
-  if (p.causal) {
-    const int last_row = min(m0 + Tr::kBlockM, p.seq_q) - 1;
-    n_tiles = min(n_tiles, last_row / Tr::kBlockN + 1);
-    n_full = min(n_full, (m0 + 1) / Tr::kBlockN);
-  }
-  n_full = min(n_full, n_tiles);
+  // Key tiles [begin, end) (core/mask_bounds.hpp); [unmasked_begin, unmasked_end) hold only
+  // keys every row of the block sees, the others cross an edge of the mask band or the end of
+  // the keys. begin == end when no row of the block sees a key: it writes zeros.
+  const KeyTiles tiles = key_tiles(p.mask, p.seq_q, p.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
 
   const int chunks_valid = p.head_dim / 8;
   load_tile<Tr::kBlockM, Tr::kChunks, Tr::kThreads>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid,
                                                      p.head_dim, tid);
-  load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k, k, min(Tr::kBlockN, p.seq_kv), chunks_valid, p.head_dim,
-                                                     tid);
-  load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v, v, min(Tr::kBlockN, p.seq_kv), chunks_valid, p.head_dim,
-                                                     tid);
+  if (tiles.begin < tiles.end) {
+    const int first = tiles.begin * Tr::kBlockN;
+    const std::uint32_t buffer = (tiles.begin & 1) * Tr::kTileBytes;
+    const int rows = min(Tr::kBlockN, p.seq_kv - first);
+    load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k + buffer, k + static_cast<std::int64_t>(first) * p.head_dim,
+                                                       rows, chunks_valid, p.head_dim, tid);
+    load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v + buffer, v + static_cast<std::int64_t>(first) * p.head_dim,
+                                                       rows, chunks_valid, p.head_dim, tid);
+  }
   cp_async_commit();
 
   float o[kDB][4];
@@ -355,11 +360,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
 
   // One tile: wait for its K/V, prefetch the next tile into the other buffer, attend.
   auto step = [&](int tile, auto mask_tag) {
-    if (tile > 0) {
-      cp_async_wait_all();
-      __syncthreads();  // tile's K/V landed; every warp is done with the buffer refilled next
-    }
-    if (tile + 1 < n_tiles) {
+    // Tile's K/V landed; every warp is done with the buffer refilled next. For the first tile
+    // the prologue already waited: one extra barrier per block, and one loop bound fewer live.
+    cp_async_wait_all();
+    __syncthreads();
+    if (tile + 1 < tiles.end) {
       const int next = (tile + 1) * Tr::kBlockN;
       const std::uint32_t buffer = ((tile + 1) & 1) * Tr::kTileBytes;
       const int rows = min(Tr::kBlockN, p.seq_kv - next);
@@ -373,10 +378,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
     attend_tile<Tr, decltype(mask_tag)::value, kBias>(p, t, tile, s_q, s_k + buffer, s_v + buffer, s_p, s_stats,
                                                       scale_log2, q_frag, o, row_max, row_sum);
   };
-  // Two loops rather than a branch per tile keep the control flow simple for the register allocator.
-  int tile = 0;
-  for (; tile < n_full; ++tile) step(tile, std::false_type{});
-  for (; tile < n_tiles; ++tile) step(tile, std::true_type{});
+  // Loops rather than a branch per tile keep the control flow simple for the register allocator.
+  // Pass 0: a window's left edge (masked; empty without one), then the whole tiles; pass 1: the
+  // right edge (diagonal, window, last keys). One copy of each tile body, not three: a third
+  // copy made ptxas spill at 128 registers.
+  int tile = tiles.begin;
+  int masked_end = tiles.unmasked_begin;
+#pragma unroll 1
+  for (int pass = 0; pass < 2; ++pass) {
+    for (; tile < masked_end; ++tile) step(tile, std::true_type{});
+    for (; tile < tiles.unmasked_end; ++tile) step(tile, std::false_type{});
+    masked_end = tiles.end;
+  }
 
   // Each thread summed its own columns; the 4 lanes of a row complete the sum.
 #pragma unroll
@@ -414,10 +427,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
     float inv_sum[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      inv_sum[r] = 1.f / row_sum[r];
+      // A row that saw no key has sum 0: zeros out, -inf logsumexp.
+      inv_sum[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
       const float base = row_max[r] == -INFINITY ? 0.f : row_max[r];
       if (t.col_warp == 0 && p.lse != nullptr && (lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
-        p.lse[head_row0 + t.row0 + 8 * r] = (base + __log2f(row_sum[r])) * kLn2;
+        p.lse[head_row0 + t.row0 + 8 * r] = row_sum[r] > 0.f ? (base + __log2f(row_sum[r])) * kLn2 : -INFINITY;
     }
     // The staging overwrites Q rows this warp read with ldmatrix; with a single key tile no
     // barrier has ordered those reads before these writes (racecheck reports it), so order them.

@@ -1,5 +1,6 @@
-// Launch template: maps (dtype, head-dim bucket) to its traits and kernel, sets the block's
-// dynamic shared-memory limit once, and launches the grid (query blocks, heads, batch).
+// Host side of one efficient forward instantiation: the definitions behind EfficientForward
+// (maps (dtype, head-dim bucket) to its traits and kernels, sets the dynamic shared-memory limit,
+// launches the grid of query blocks x heads x batch), included only by the instance files.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,22 +14,22 @@
 namespace attnprof::kernels::efficient {
 
 template <DType kDType, int kHeadDim>
-struct Instance;
+struct InstanceKernels;
 
 template <int kHeadDim>
-struct Instance<DType::bf16, kHeadDim> {
+struct InstanceKernels<DType::bf16, kHeadDim> {
   using Traits = MmaTraits<__nv_bfloat16, kHeadDim>;
   static constexpr auto kernel = efficient_fwd_kernel<Traits, false>;
   static constexpr auto bias_kernel = efficient_fwd_kernel<Traits, true>;
 };
 template <int kHeadDim>
-struct Instance<DType::fp16, kHeadDim> {
+struct InstanceKernels<DType::fp16, kHeadDim> {
   using Traits = MmaTraits<__half, kHeadDim>;
   static constexpr auto kernel = efficient_fwd_kernel<Traits, false>;
   static constexpr auto bias_kernel = efficient_fwd_kernel<Traits, true>;
 };
 template <int kHeadDim>
-struct Instance<DType::fp32, kHeadDim> {
+struct InstanceKernels<DType::fp32, kHeadDim> {
   using Traits = SimtTraits<kHeadDim>;
   static constexpr auto kernel = efficient_fwd_fp32_kernel<Traits>;  // bias is a run-time branch here
   static constexpr auto bias_kernel = kernel;
@@ -43,36 +44,24 @@ cudaError_t allow_shared_memory(Kernel kernel, int bytes) {
 }
 
 template <DType kDType, int kHeadDim>
-cudaError_t prepare_kernel() {
-  using I = Instance<kDType, kHeadDim>;
+int EfficientForward<kDType, kHeadDim>::smem_bytes() {
+  return InstanceKernels<kDType, kHeadDim>::Traits::kSmemBytes;
+}
+
+template <DType kDType, int kHeadDim>
+cudaError_t EfficientForward<kDType, kHeadDim>::prepare() {
+  using I = InstanceKernels<kDType, kHeadDim>;
   const cudaError_t status = allow_shared_memory(I::kernel, I::Traits::kSmemBytes);
   if (status != cudaSuccess) return status;
   return allow_shared_memory(I::bias_kernel, I::Traits::kSmemBytes);
 }
 
 template <DType kDType, int kHeadDim>
-void launch_kernel(const ForwardParams& params, cudaStream_t stream) {
-  using I = Instance<kDType, kHeadDim>;
+void EfficientForward<kDType, kHeadDim>::launch(const ForwardParams& params, cudaStream_t stream) {
+  using I = InstanceKernels<kDType, kHeadDim>;
   const dim3 grid((params.seq_q + I::Traits::kBlockM - 1) / I::Traits::kBlockM, params.heads, params.batch);
   const auto kernel = params.bias != nullptr ? I::bias_kernel : I::kernel;
   kernel<<<grid, I::Traits::kThreads, I::Traits::kSmemBytes, stream>>>(params);
 }
 
 }  // namespace attnprof::kernels::efficient
-
-// The three entry points of one instantiation; each efficient_fwd_*.cu holds exactly one.
-#define ATTNPROF_EFFICIENT_INSTANCE(DTYPE, HEAD_DIM)                                                        \
-  namespace attnprof::kernels::efficient {                                                                  \
-  template <>                                                                                               \
-  int instance_smem_bytes<DTYPE, HEAD_DIM>() {                                                              \
-    return Instance<DTYPE, HEAD_DIM>::Traits::kSmemBytes;                                                   \
-  }                                                                                                         \
-  template <>                                                                                               \
-  cudaError_t prepare_instance<DTYPE, HEAD_DIM>() {                                                         \
-    return prepare_kernel<DTYPE, HEAD_DIM>();                                                               \
-  }                                                                                                         \
-  template <>                                                                                               \
-  void launch_instance<DTYPE, HEAD_DIM>(const ForwardParams& params, cudaStream_t stream) {                 \
-    launch_kernel<DTYPE, HEAD_DIM>(params, stream);                                                         \
-  }                                                                                                         \
-  }

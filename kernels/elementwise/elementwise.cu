@@ -8,8 +8,11 @@
 #include <cfloat>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
+#include "common/element_type.cuh"
+#include "common/static_switch.hpp"
 #include "elementwise/elementwise.hpp"
 
 namespace attnprof::kernels {
@@ -142,10 +145,13 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // One 64-bit division per 16-element pack finds its row; the columns are walked from there.
-__global__ void __launch_bounds__(kThreads)
-    tril_kernel(const bool* in, bool* out, int rows, int cols, std::int64_t packs, std::int64_t tail_begin) {
+// Keeps in[r, c] where c <= r + diagonal (kLower) or c >= r + diagonal (upper), zeros elsewhere.
+template <bool kLower>
+__device__ __forceinline__ void keep_triangle(const bool* in, bool* out, int rows, int cols, std::int64_t diagonal,
+                                              std::int64_t packs, std::int64_t tail_begin) {
   constexpr int N = kVectorBytes;
   const std::int64_t n = static_cast<std::int64_t>(rows) * cols;
+  auto keep = [&](std::int64_t r, std::int64_t c) { return kLower ? c <= r + diagonal : c >= r + diagonal; };
   for_each_pack<1>(
       packs, tail_begin, n, [&](std::int64_t p) { return load_pack<bool, N>(in + p * N); },
       [&](std::int64_t p, const Pack<bool, N>& v) {
@@ -154,12 +160,70 @@ __global__ void __launch_bounds__(kThreads)
         Pack<bool, N> o;
 #pragma unroll
         for (int e = 0; e < N; ++e) {
-          o.v[e] = c <= r ? v.v[e] : false;
+          o.v[e] = keep(r, c) ? v.v[e] : false;
           if (++c == cols) c = 0, ++r;
         }
         store_pack<bool, N>(out + p * N, o);
       },
-      [&](std::int64_t i) { out[i] = i % cols <= i / cols ? in[i] : false; });
+      [&](std::int64_t i) { out[i] = keep(i / cols, i % cols) ? in[i] : false; });
+}
+
+// tril() (the causal mask): its own kernel, as before diagonals other than 0 existed.
+__global__ void __launch_bounds__(kThreads)
+    tril_kernel(const bool* in, bool* out, int rows, int cols, std::int64_t packs, std::int64_t tail_begin) {
+  keep_triangle<true>(in, out, rows, cols, 0, packs, tail_begin);
+}
+
+// tril(diagonal) and triu(diagonal): bottom-right alignment and sliding windows.
+__global__ void __launch_bounds__(kThreads) tril_kernel(const bool* in, bool* out, int rows, int cols,
+                                                        std::int64_t diagonal, std::int64_t packs,
+                                                        std::int64_t tail_begin) {
+  keep_triangle<true>(in, out, rows, cols, diagonal, packs, tail_begin);
+}
+
+__global__ void __launch_bounds__(kThreads) triu_kernel(const bool* in, bool* out, int rows, int cols,
+                                                        std::int64_t diagonal, std::int64_t packs,
+                                                        std::int64_t tail_begin) {
+  keep_triangle<false>(in, out, rows, cols, diagonal, packs, tail_begin);
+}
+
+// out[b, h] = in[b, h / group] over heads of head_elements each: grid y walks the output heads
+// (one division per head, none per element), grid x the packs of a head, kRepeatUnroll per
+// thread in flight (64 bytes on the 16-byte path).
+constexpr int kRepeatUnroll = unroll_for(kVectorBytes);
+
+template <typename T, int N>
+__device__ __forceinline__ void repeat_head_packs(const T* in, T* out, std::int64_t head_elements, int heads,
+                                                  int heads_kv, int group, std::int64_t out_heads) {
+  constexpr int kUnroll = kRepeatUnroll;
+  const std::int64_t packs = head_elements / N;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t head = blockIdx.y; head < out_heads; head += gridDim.y) {
+    const std::int64_t batch = head / heads;
+    const int h = static_cast<int>(head - batch * heads);
+    const T* src = in + (batch * heads_kv + h / group) * head_elements;
+    T* dst = out + head * head_elements;
+    for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < packs;
+         p += stride * kUnroll) {
+      Pack<T, N> v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (p + u * stride < packs) v[u] = load_pack<T, N>(src + (p + u * stride) * N);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (p + u * stride < packs) store_pack<T, N>(dst + (p + u * stride) * N, v[u]);
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    repeat_interleave_kernel(const T* in, T* out, std::int64_t head_elements, int heads, int heads_kv, int group,
+                             std::int64_t out_heads, bool vectorized) {
+  if (vectorized)
+    repeat_head_packs<T, kVectorBytes / sizeof(T)>(in, out, head_elements, heads, heads_kv, group, out_heads);
+  else
+    repeat_head_packs<T, 1>(in, out, head_elements, heads, heads_kv, group, out_heads);
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -442,14 +506,11 @@ __global__ void __launch_bounds__(kThreads) where_rows_kernel(const bool* row_fl
   for (int c = head + packs * 4 + lane; c < cols; c += kWarp) dst[c] = flag ? z : src[c];
 }
 
+// f(Element<dtype>*{nullptr}): the element type of a run-time dtype, for every op below.
 template <typename F>
-void dispatch(DType type, F&& f) {
-  switch (type) {
-    case DType::bf16: f(static_cast<__nv_bfloat16*>(nullptr)); return;
-    case DType::fp16: f(static_cast<__half*>(nullptr)); return;
-    case DType::fp32: f(static_cast<float*>(nullptr)); return;
-  }
-  throw std::invalid_argument("unknown dtype");
+void with_element(const char* op, DType type, F&& f) {
+  dtype_switch<DType::bf16, DType::fp16, DType::fp32>(
+      op, type, [&](auto tag) { f(static_cast<Element<decltype(tag)::value>*>(nullptr)); });
 }
 
 // Grid for the mask-broadcast kernels: x over the mask's packs, y over groups of matrices.
@@ -496,8 +557,8 @@ void launch_softmax(const T* in, T* out, std::int64_t rows, int cols, cudaStream
 }  // namespace
 
 void convert(const void* in, DType in_type, void* out, DType out_type, std::int64_t n, cudaStream_t stream) {
-  dispatch(in_type, [&](auto* in_tag) {
-    dispatch(out_type, [&](auto* out_tag) {
+  with_element("convert", in_type, [&](auto* in_tag) {
+    with_element("convert", out_type, [&](auto* out_tag) {
       using In = std::remove_pointer_t<decltype(in_tag)>;
       using Out = std::remove_pointer_t<decltype(out_tag)>;
       const FlatWork w = flat_work(n, kConvertPack<In, Out>, kConvertUnroll<In, Out>,
@@ -509,7 +570,7 @@ void convert(const void* in, DType in_type, void* out, DType out_type, std::int6
 }
 
 void scale(const void* in, void* out, DType type, float factor, std::int64_t n, cudaStream_t stream) {
-  dispatch(type, [&](auto* tag) {
+  with_element("scale", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const FlatWork w = flat_work(n, kVectorBytes / sizeof(T), unroll_for(kVectorBytes),
                                  aligned(in, kVectorBytes) && aligned(out, kVectorBytes));
@@ -529,9 +590,41 @@ void fill_float(float* out, float value, std::int64_t n, cudaStream_t stream) {
 }
 
 void tril(const bool* in, bool* out, int rows, int cols, cudaStream_t stream) {
+  tril(in, out, rows, cols, 0, stream);
+}
+
+void tril(const bool* in, bool* out, int rows, int cols, std::int64_t diagonal, cudaStream_t stream) {
   const FlatWork w = flat_work(static_cast<std::int64_t>(rows) * cols, kVectorBytes, 1,
                                aligned(in, kVectorBytes) && aligned(out, kVectorBytes));
-  tril_kernel<<<w.blocks, kThreads, 0, stream>>>(in, out, rows, cols, w.packs, w.tail_begin);
+  if (diagonal == 0)
+    tril_kernel<<<w.blocks, kThreads, 0, stream>>>(in, out, rows, cols, w.packs, w.tail_begin);
+  else
+    tril_kernel<<<w.blocks, kThreads, 0, stream>>>(in, out, rows, cols, diagonal, w.packs, w.tail_begin);
+}
+
+void triu(const bool* in, bool* out, int rows, int cols, std::int64_t diagonal, cudaStream_t stream) {
+  const FlatWork w = flat_work(static_cast<std::int64_t>(rows) * cols, kVectorBytes, 1,
+                               aligned(in, kVectorBytes) && aligned(out, kVectorBytes));
+  triu_kernel<<<w.blocks, kThreads, 0, stream>>>(in, out, rows, cols, diagonal, w.packs, w.tail_begin);
+}
+
+void repeat_interleave(const void* in, void* out, DType type, int batch, int heads, int heads_kv,
+                       std::int64_t head_elements, cudaStream_t stream) {
+  if (heads_kv < 1 || heads % heads_kv != 0)
+    throw std::invalid_argument("repeat_interleave: heads " + std::to_string(heads) +
+                                " is not a multiple of heads_kv " + std::to_string(heads_kv));
+  with_element("repeat_interleave", type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    constexpr int kPack = kVectorBytes / sizeof(T);
+    // Every head starts on a 16-byte boundary only when a head is a whole number of packs.
+    const bool vectorized = head_elements % kPack == 0 && aligned(in, kVectorBytes) && aligned(out, kVectorBytes);
+    const std::int64_t out_heads = static_cast<std::int64_t>(batch) * heads;
+    const dim3 grid(blocks_for(vectorized ? head_elements / kPack : head_elements, kThreads * kRepeatUnroll),
+                    static_cast<unsigned>(std::clamp<std::int64_t>(out_heads, 1, 65535)));
+    repeat_interleave_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
+                                                               head_elements, heads, heads_kv, heads / heads_kv,
+                                                               out_heads, vectorized);
+  });
 }
 
 void where_scalars(const bool* cond, const float* if_true, const float* if_false, float* out, std::int64_t n,
@@ -549,7 +642,7 @@ void add_broadcast(float* attn, const float* mask, std::int64_t matrix_elements,
 }
 
 void softmax_rows(const void* in, void* out, DType type, std::int64_t rows, int cols, cudaStream_t stream) {
-  dispatch(type, [&](auto* tag) {
+  with_element("softmax_rows", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     launch_softmax<T>(static_cast<const T*>(in), static_cast<T*>(out), rows, cols, stream);
   });
@@ -575,7 +668,7 @@ void where_rows(const bool* row_flag, const float* zero, const float* in, float*
 
 void masked_fill(void* data, DType type, const bool* keep, float value, std::int64_t matrix_elements,
                  std::int64_t matrices, cudaStream_t stream) {
-  dispatch(type, [&](auto* tag) {
+  with_element("masked_fill", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     constexpr int kPack = kVectorBytes / sizeof(T);
     const bool vectorized = matrix_elements % kPack == 0 && aligned(data, kVectorBytes) && aligned(keep, kPack);

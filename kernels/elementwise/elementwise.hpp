@@ -24,6 +24,20 @@ void fill_float(float* out, float value, std::int64_t n, cudaStream_t stream);
 // out = lower triangle (col <= row) of in, zeros above (PyTorch: .tril()).
 void tril(const bool* in, bool* out, int rows, int cols, cudaStream_t stream);
 
+// out = in where col <= row + diagonal, zeros elsewhere (PyTorch: .tril(diagonal)); diagonal 0
+// runs the same kernel as tril() above.
+void tril(const bool* in, bool* out, int rows, int cols, std::int64_t diagonal, cudaStream_t stream);
+
+// out = in where col >= row + diagonal, zeros elsewhere (PyTorch: .triu(diagonal)).
+void triu(const bool* in, bool* out, int rows, int cols, std::int64_t diagonal, cudaStream_t stream);
+
+// out [batch, heads, head_elements] = in [batch, heads_kv, head_elements] with every K/V head
+// repeated heads / heads_kv times in place (PyTorch: k.repeat_interleave(heads / heads_kv, dim=1),
+// one copy kernel, as math SDPA does for enable_gqa). Throws std::invalid_argument when heads is
+// not a multiple of heads_kv.
+void repeat_interleave(const void* in, void* out, DType type, int batch, int heads, int heads_kv,
+                       std::int64_t head_elements, cudaStream_t stream);
+
 // out[i] = cond[i] ? *if_true : *if_false, scalars read from device memory (PyTorch: torch.where).
 void where_scalars(const bool* cond, const float* if_true, const float* if_false, float* out, std::int64_t n,
                    cudaStream_t stream);

@@ -1,9 +1,6 @@
 // Picks the instantiation of the flash forward kernel for a problem (host code only; the
-// kernels themselves compile in flash_fwd_d*_*.cu).
-#include <stdexcept>
-#include <string>
-#include <type_traits>
-
+// kernels themselves compile in flash_fwd_<dtype>_d<dim>[_<variant>].cu).
+#include "common/static_switch.hpp"
 #include "flash/flash.hpp"
 #include "flash/flash_fwd_instances.hpp"
 #include "flash/kernel_traits.cuh"
@@ -11,20 +8,16 @@
 namespace attnprof::kernels {
 namespace {
 
-// Calls f(dtype tag, head-dim tag, causal tag) with the compile-time values of the arguments.
+// Calls f(FlashForward<dtype, head_dim, masked>{}) for the compiled instantiation.
 template <typename F>
-decltype(auto) dispatch(DType dtype, int head_dim, bool causal, F&& f) {
-  auto by_causal = [&](auto dtype_tag, auto dim_tag) -> decltype(auto) {
-    return causal ? f(dtype_tag, dim_tag, std::true_type{}) : f(dtype_tag, dim_tag, std::false_type{});
-  };
-  auto by_dim = [&](auto dtype_tag) -> decltype(auto) {
-    if (head_dim == 64) return by_causal(dtype_tag, std::integral_constant<int, 64>{});
-    if (head_dim == 128) return by_causal(dtype_tag, std::integral_constant<int, 128>{});
-    throw std::invalid_argument("flash: no kernel for head_dim " + std::to_string(head_dim));
-  };
-  if (dtype == DType::bf16) return by_dim(std::integral_constant<DType, DType::bf16>{});
-  if (dtype == DType::fp16) return by_dim(std::integral_constant<DType, DType::fp16>{});
-  throw std::invalid_argument("flash: no kernel for dtype " + std::string(to_string(dtype)));
+decltype(auto) with_instance(DType dtype, int head_dim, bool masked, F&& f) {
+  return dtype_switch<DType::bf16, DType::fp16>("flash", dtype, [&](auto dtype_tag) -> decltype(auto) {
+    return head_dim_switch<64, 128>("flash", head_dim, [&](auto dim_tag) -> decltype(auto) {
+      return bool_switch(masked, [&](auto masked_tag) -> decltype(auto) {
+        return f(FlashForward<decltype(dtype_tag)::value, decltype(dim_tag)::value, decltype(masked_tag)::value>{});
+      });
+    });
+  });
 }
 
 }  // namespace
@@ -38,17 +31,12 @@ int flash_smem_bytes(int head_dim) {
                         : flash::FlashFwdTraitsD128<__nv_bfloat16>::kSmemBytes;
 }
 
-cudaError_t flash_prepare(DType dtype, int head_dim, bool causal) {
-  return dispatch(dtype, head_dim, causal, [](auto dtype_tag, auto dim_tag, auto causal_tag) {
-    return prepare_flash_fwd<decltype(dtype_tag)::value, decltype(dim_tag)::value, decltype(causal_tag)::value>();
-  });
+cudaError_t flash_prepare(DType dtype, int head_dim, bool masked) {
+  return with_instance(dtype, head_dim, masked, [](auto instance) { return decltype(instance)::prepare(); });
 }
 
-void flash_forward(const FlashParams& params, DType dtype, int head_dim, bool causal, cudaStream_t stream) {
-  dispatch(dtype, head_dim, causal, [&](auto dtype_tag, auto dim_tag, auto causal_tag) {
-    run_flash_fwd<decltype(dtype_tag)::value, decltype(dim_tag)::value, decltype(causal_tag)::value>(params,
-                                                                                                      stream);
-  });
+void flash_forward(const FlashParams& params, DType dtype, int head_dim, bool masked, cudaStream_t stream) {
+  with_instance(dtype, head_dim, masked, [&](auto instance) { decltype(instance)::launch(params, stream); });
 }
 
 }  // namespace attnprof::kernels

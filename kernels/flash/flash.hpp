@@ -4,12 +4,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 
 namespace attnprof::kernels {
 
-// One forward problem. q, k, v, o: [batch, heads, seq, head_dim] contiguous, 16-byte aligned;
-// lse: [batch, heads, seq_q] fp32 natural-log logsumexp of the scaled scores, or null to skip it.
+// One forward problem. q, o: [batch, heads, seq_q, head_dim], k, v: [batch, heads_kv, seq_kv,
+// head_dim], contiguous, 16-byte aligned; query head h reads K/V head h / group_size. lse:
+// [batch, heads, seq_q] fp32 natural-log logsumexp of the scaled scores, or null to skip it; a row
+// that sees no key (mask) gets zeros in o and -inf in lse.
 struct FlashParams {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -18,13 +21,17 @@ struct FlashParams {
   float* lse = nullptr;
   int batch = 0;
   int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;  // heads / heads_kv
   int seq_q = 0;
   int seq_kv = 0;
   float scale = 0.f;       // softmax scale applied to q.k
   float scale_log2 = 0.f;  // scale * log2(e): the kernel exponentiates in base 2
+  MaskBounds mask;         // causal and window bounds; read only by the masked instantiation
 };
 
-// The instantiations that exist: bf16 and fp16, head dims 64 and 128, causal and not.
+// The instantiations that exist: bf16 and fp16, head dims 64 and 128, masked (causal and/or a
+// window, either alignment: params.mask.bounded()) and not.
 bool flash_has_kernel(DType dtype, int head_dim);
 
 // Dynamic shared memory one block of the kernel for this head dim needs (bytes).
@@ -32,9 +39,9 @@ int flash_smem_bytes(int head_dim);
 
 // One-time set-up of one instantiation: raises its dynamic shared-memory limit past 48 KB and
 // prefers the shared-memory carveout so that two blocks fit per SM.
-cudaError_t flash_prepare(DType dtype, int head_dim, bool causal);
+cudaError_t flash_prepare(DType dtype, int head_dim, bool masked);
 
 // Enqueues exactly one kernel launch on `stream`; the caller checks the launch.
-void flash_forward(const FlashParams& params, DType dtype, int head_dim, bool causal, cudaStream_t stream);
+void flash_forward(const FlashParams& params, DType dtype, int head_dim, bool masked, cudaStream_t stream);
 
 }  // namespace attnprof::kernels

@@ -1,6 +1,7 @@
-// The per-instantiation entry points. Each is specialised in its own .cu file
-// (flash_fwd_d{64,128}_{bf16,fp16}[_causal].cu) so the eight kernels compile in parallel;
-// flash.cu dispatches among them.
+// One compiled instantiation of the flash forward kernel. Its entry points are declared here
+// and defined in flash_fwd_launch.cuh; each flash_fwd_<dtype>_d<dim>[_<variant>].cu explicitly
+// instantiates exactly one FlashForward, so the kernels compile in parallel, and flash.cu
+// (which sees only this declaration) dispatches among them.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,10 +11,14 @@
 
 namespace attnprof::kernels {
 
-template <DType kDType, int kHeadDim, bool kCausal>
-cudaError_t prepare_flash_fwd();
-
-template <DType kDType, int kHeadDim, bool kCausal>
-void run_flash_fwd(const FlashParams& params, cudaStream_t stream);
+// kMasked: rows see a band of keys (causal and/or a window, either alignment), so tiles outside
+// it are skipped and tiles on its edges masked; without it every row sees every key.
+template <DType kDType, int kHeadDim, bool kMasked>
+struct FlashForward {
+  // Raises the kernel's dynamic shared-memory limit and prefers the shared-memory carveout.
+  static cudaError_t prepare();
+  // Enqueues the one kernel launch; the caller checks it.
+  static void launch(const FlashParams& params, cudaStream_t stream);
+};
 
 }  // namespace attnprof::kernels

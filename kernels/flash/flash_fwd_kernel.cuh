@@ -4,11 +4,14 @@
 // kWarpRows of those rows and needs no other warp's results (split-Q). K and V stream through
 // shared memory in tiles of kBlockN keys, kStages deep, with cp.async. Per tile:
 //   S = Q K^T          mma.sync m16n8k16, Q and K by ldmatrix from swizzled shared memory
-//   mask               only on tiles that hold a tail key or cross the causal diagonal
+//   mask               only on tiles that hold a tail key or cross an edge of the mask band
+//                      (causal diagonal, window); tiles outside the band are never visited
 //   online softmax     exp2 domain, scale*log2(e) folded into one FFMA, quad shuffles for the max
 //   O += P V           P stays in registers (the C fragment of S is the A fragment of PV),
 //                      V by ldmatrix.trans
 // O is normalised by 1/l once at the end; the score matrix never leaves registers.
+// Query head h reads K/V head h / group_size (GQA, MQA); a row that sees no key writes zeros
+// and a logsumexp of -inf (log of an empty sum; FlashAttention writes +inf there).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -18,6 +21,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 #include "flash/flash.hpp"
 #include "flash/kernel_traits.cuh"
@@ -151,12 +155,16 @@ struct SmemLayout {
 };
 
 // Where this block works: its first query row (tiles are taken in reverse so that causal's
-// longest tiles start first and the short ones fill the tail) and its (batch, head).
+// longest tiles start first and the short ones fill the tail), its (batch, head) and the
+// (batch, K/V head) that head reads.
 __device__ __forceinline__ int block_first_row(int block_rows) {
   return (static_cast<int>(gridDim.x) - 1 - fresh_block_index_x()) * block_rows;
 }
 __device__ __forceinline__ int64_t block_head(const FlashParams& params) {
   return static_cast<int64_t>(fresh_block_index_z()) * params.heads + fresh_block_index_y();
+}
+__device__ __forceinline__ int64_t block_kv_head(const FlashParams& params) {
+  return static_cast<int64_t>(fresh_block_index_z()) * params.heads_kv + fresh_block_index_y() / params.group_size;
 }
 
 // This lane's running sums of its (kMTiles x 2) rows, one float each, [row slot][thread] so a
@@ -263,7 +271,9 @@ struct Accumulators {
 // ---------------------------------------------------------------------------------------------
 // One K/V tile: S = Q K^T, mask, online softmax, O += P V.
 
-template <typename Traits, bool kCausal, bool kMasked>
+// kBand: the kernel's rows see a band of keys (MaskBounds); kMaskTile: this tile needs element
+// masks (it crosses an edge of the band or holds keys past seq_kv).
+template <typename Traits, bool kBand, bool kMaskTile>
 __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned char* smem, int n, int n_end,
                                             Accumulators<Traits>& acc) {
   using Element = typename Traits::Element;
@@ -317,7 +327,7 @@ __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned 
 
   // Element (mi, nt, 2h + e) is query row first_row + 16mi + 8h and key n*kBlockN + 8nt +
   // 2(lane%4) + e, where first_row is row lane/4 of the warp's rows.
-  if constexpr (kMasked) {
+  if constexpr (kMaskTile) {
     const int tid = fresh_thread_index();
     const int first_row = block_first_row(Traits::kBlockM) + (tid >> 5) * Traits::kWarpRows + ((tid & 31) >> 2);
     const int key0 = n * Traits::kBlockN + 2 * (tid & 3);
@@ -326,13 +336,16 @@ __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = first_row + 16 * mi + 8 * h;
-        // Top-left causal alignment (PyTorch SDPA): row i sees keys 0..i.
-        const int limit = kCausal ? min(params.seq_kv, row + 1) : params.seq_kv;
+        // Row `row` sees keys [first, last]: visible_keys(), with last <= seq_kv - 1.
+        const int first = kBand ? params.mask.first_key(row) : 0;
+        const int last = kBand ? params.mask.last_key(row, params.seq_kv) : params.seq_kv - 1;
 #pragma unroll
         for (int nt = 0; nt < kSTiles; ++nt)
 #pragma unroll
-          for (int e = 0; e < 2; ++e)
-            if (key0 + 8 * nt + e >= limit) s[mi][nt][2 * h + e] = -INFINITY;
+          for (int e = 0; e < 2; ++e) {
+            const int key = key0 + 8 * nt + e;
+            if (kBand ? (key < first || key > last) : key > last) s[mi][nt][2 * h + e] = -INFINITY;
+          }
       }
   }
 
@@ -420,7 +433,7 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
   const int64_t head = block_head(params);
   const int seq_q = params.seq_q;
 
-  // Tile 0 holds key 0, which every row sees, so every row's sum is > 0.
+  // A row that saw no key has max -inf and sum 0: zeros out, -inf logsumexp.
   float* lse = params.lse != nullptr ? params.lse + head * seq_q : nullptr;
 #pragma unroll
   for (int mi = 0; mi < Traits::kMTiles; ++mi)
@@ -429,9 +442,10 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
       float sum = row_sum_slot<Traits>(smem, mi, h);
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const float inverse = 1.f / sum;
+      const float inverse = sum > 0.f ? 1.f / sum : 0.f;
       const int row = m0 + warp * kWarpRows + 16 * mi + 8 * h + (lane >> 2);
-      if (lse != nullptr && (lane & 3) == 0 && row < seq_q) lse[row] = acc.row_max[mi][h] * params.scale + logf(sum);
+      if (lse != nullptr && (lane & 3) == 0 && row < seq_q)
+        lse[row] = sum > 0.f ? acc.row_max[mi][h] * params.scale + logf(sum) : -INFINITY;
 #pragma unroll
       for (int dt = 0; dt < Traits::kOTiles; ++dt) {
         acc.o[mi][dt][2 * h] *= inverse;
@@ -472,7 +486,8 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
 // ---------------------------------------------------------------------------------------------
 // The kernel
 
-template <typename Traits, bool kCausal>
+// kMasked: rows see a band of keys (params.mask: causal and/or a window, either alignment).
+template <typename Traits, bool kMasked>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
     flash_fwd_kernel(const __grid_constant__ FlashParams params) {
   using Element = typename Traits::Element;
@@ -489,22 +504,30 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
   const int seq_q = params.seq_q;
   const int seq_kv = params.seq_kv;
 
-  // Causal: keys past the tile's last (real) row are never seen. Tiles [0, n_unmasked) hold
-  // only keys every row of the tile sees; [n_unmasked, n_end) need element masks.
-  const int kv_limit = kCausal ? min(seq_kv, min(seq_q, m0 + kBlockM)) : seq_kv;
-  const int n_end = (kv_limit + kBlockN - 1) / kBlockN;
-  const int n_unmasked = (kCausal ? min(seq_kv, m0 + 1) : seq_kv) / kBlockN;
+  // The K/V tiles the block visits (core/mask_bounds.hpp): [begin, end), of which
+  // [unmasked_begin, unmasked_end) hold only keys every row of the block sees; the others need
+  // element masks. Without a band: every tile, the last one masked when it is partial.
+  KeyTiles tiles;
+  if constexpr (kMasked) {
+    tiles = key_tiles(params.mask, seq_q, seq_kv, m0, kBlockM, kBlockN);
+  } else {
+    tiles.end = (seq_kv + kBlockN - 1) / kBlockN;
+    tiles.unmasked_end = seq_kv / kBlockN;
+  }
 
-  // Prologue: Q with K/V tile 0 in group 0, tiles 1..kStages-2 in groups of their own.
-  const int64_t head = block_head(params);
-  const int64_t kv_head = head * seq_kv * Traits::kHeadDim;
+  // Prologue: Q with K/V tile `begin` in one group, the next kStages-2 tiles in groups of their
+  // own. A block whose rows see no key loads nothing and writes zeros.
+  const int64_t kv_head = block_kv_head(params) * seq_kv * Traits::kHeadDim;
   // Published to the other threads by the first tile's barrier.
   if (tid == 0) *reinterpret_cast<int64_t*>(smem + SmemLayout<Traits>::kKVHead) = kv_head;
-  const Element* q_tile = static_cast<const Element*>(params.q) + (head * seq_q + m0) * Traits::kHeadDim;
-  TileCopy<Traits>::of_thread(tid).template copy<kBlockM>(smem_base + SmemLayout<Traits>::kQ, q_tile, seq_q - m0);
+  if (tiles.begin < tiles.end) {
+    const Element* q_tile =
+        static_cast<const Element*>(params.q) + (block_head(params) * seq_q + m0) * Traits::kHeadDim;
+    TileCopy<Traits>::of_thread(tid).template copy<kBlockM>(smem_base + SmemLayout<Traits>::kQ, q_tile, seq_q - m0);
+  }
 #pragma unroll
   for (int n = 0; n < Traits::kStages - 1; ++n) {
-    if (n < n_end) copy_kv_tile<Traits>(params, smem_base, kv_head, n);
+    if (tiles.begin + n < tiles.end) copy_kv_tile<Traits>(params, smem_base, kv_head, tiles.begin + n);
     cp_async_commit();
   }
 
@@ -522,49 +545,20 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
     }
   }
 
-  int n = 0;
-  for (; n < n_unmasked; ++n) attend_tile<Traits, kCausal, false>(params, smem, n, n_end, acc);
-  for (; n < n_end; ++n) attend_tile<Traits, kCausal, true>(params, smem, n, n_end, acc);
+  int n = tiles.begin;
+  if constexpr (kMasked) {
+    // Left edge of a window first (empty when the band has none), whole tiles, then the right
+    // edge: the diagonal, a window's right bound, the last keys.
+    for (; n < tiles.unmasked_begin; ++n) attend_tile<Traits, true, true>(params, smem, n, tiles.end, acc);
+    for (; n < tiles.unmasked_end; ++n) attend_tile<Traits, true, false>(params, smem, n, tiles.end, acc);
+    for (; n < tiles.end; ++n) attend_tile<Traits, true, true>(params, smem, n, tiles.end, acc);
+  } else {
+    for (; n < tiles.unmasked_end; ++n) attend_tile<Traits, false, false>(params, smem, n, tiles.end, acc);
+    for (; n < tiles.end; ++n) attend_tile<Traits, false, true>(params, smem, n, tiles.end, acc);
+  }
 
   write_output<Traits>(params, acc, smem);
 #endif
-}
-
-// ---------------------------------------------------------------------------------------------
-// Host side of one instantiation
-
-template <DType kDType>
-struct ElementOf;
-template <>
-struct ElementOf<DType::bf16> {
-  using type = __nv_bfloat16;
-};
-template <>
-struct ElementOf<DType::fp16> {
-  using type = __half;
-};
-
-template <DType kDType, int kHeadDim>
-using TraitsFor = std::conditional_t<kHeadDim == 64, FlashFwdTraitsD64<typename ElementOf<kDType>::type>,
-                                     FlashFwdTraitsD128<typename ElementOf<kDType>::type>>;
-
-template <typename Traits, bool kCausal>
-cudaError_t prepare_kernel() {
-  const auto kernel = &flash_fwd_kernel<Traits, kCausal>;
-  cudaError_t status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
-  if (status != cudaSuccess) return status;
-  // Two blocks per SM need 2 x (smem + 1 KB reserved) of the unified L1/shared storage.
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                              cudaSharedmemCarveoutMaxShared);
-}
-
-template <typename Traits, bool kCausal>
-void launch_kernel(const FlashParams& params, cudaStream_t stream) {
-  // Query tiles on x (no 65535 limit), heads on y, batch on z.
-  const dim3 grid(static_cast<unsigned>((params.seq_q + Traits::kBlockM - 1) / Traits::kBlockM),
-                  static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
-  flash_fwd_kernel<Traits, kCausal><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
 }
 
 }  // namespace attnprof::kernels::flash

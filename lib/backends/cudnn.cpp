@@ -130,6 +130,18 @@ class CudnnBackend final : public AttentionBackend {
     if (problem.dtype == DType::fp32)
       return std::string("fp32 is not supported: cuDNN's fused attention takes fp16/bf16 Q, K, V, O only");
     if (problem.has_bias) return std::string("bias not wired for cudnn");
+    // Not wired into this backend's graphs yet (the native SDPA_FWD op takes no diagonal bounds
+    // before cuDNN 9.21; the composite graph would need GQA-strided K/V and a band mask).
+    if (problem.has_grouped_heads())
+      return fmt::format(
+          "grouped K/V heads (heads {}, heads_kv {}) are not wired for cudnn yet; use flash or efficient",
+          problem.shape.heads, problem.shape.kv_heads());
+    if (problem.window.bounded())
+      return fmt::format("sliding windows ([{}, {}]) are not wired for cudnn yet; use flash or efficient",
+                         problem.window.left, problem.window.right);
+    if (problem.causal && problem.is_bottom_right() && problem.shape.seq_q != problem.shape.seq_kv)
+      return std::string("bottom-right causal alignment is not wired for cudnn yet (its graphs build top-left "
+                         "causal); use flash or efficient");
     const int d = problem.shape.head_dim;
     if (d % 8 != 0)
       return fmt::format("head_dim {} is not a multiple of 8 (cuDNN fused attention needs d % 8 == 0)", d);

@@ -1,6 +1,8 @@
 // The `efficient` backend: memory-efficient attention in the style of xformers' cutlassF
 // (PyTorch's "efficient" SDPA backend), one kernel per forward. It covers what flash does not:
-// fp32 inputs (on FFMA), any head dim that is a multiple of 8 up to 256, and an additive bias.
+// fp32 inputs (on FFMA), any head dim that is a multiple of 8 up to 256, and an additive bias;
+// like flash (and unlike PyTorch's) it reads grouped K/V heads in place (GQA, MQA) and runs
+// causal and sliding-window masks in either alignment, visiting only the key tiles they leave.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "backends/factories.hpp"
+#include "core/mask_bounds.hpp"
 #include "efficient/efficient.hpp"
 #include "gpu/cuda_check.hpp"
 
@@ -20,6 +23,7 @@ namespace {
 namespace kernel = kernels::efficient;
 
 constexpr int kMaxGridYZ = 65535;  // heads and batch are the grid's y and z
+constexpr int kMaxSequence = 1 << 29;  // MaskBounds' arithmetic stays inside int below this
 
 class EfficientBackend final : public AttentionBackend {
  public:
@@ -42,6 +46,11 @@ class EfficientBackend final : public AttentionBackend {
       return fmt::format("head_dim must be a multiple of 8 from 8 to {}; got {}", kernel::kMaxHeadDim, s.head_dim);
     if (s.batch < 1 || s.heads < 1 || s.seq_q < 1 || s.seq_kv < 1)
       return fmt::format("batch, heads, seq_q and seq_kv must be at least 1; got {}", shape_label(s));
+    if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
+      return fmt::format("heads ({}) must be a multiple of heads_kv ({})", s.heads, s.kv_heads());
+    if (std::max(s.seq_q, s.seq_kv) >= kMaxSequence)
+      return fmt::format("seq_q and seq_kv must be below {} (32-bit mask arithmetic); got {} x {}", kMaxSequence,
+                         s.seq_q, s.seq_kv);
     if (s.batch > kMaxGridYZ || s.heads > kMaxGridYZ)
       return fmt::format("batch and heads must be at most {} (grid y/z); got batch {}, heads {}", kMaxGridYZ,
                          s.batch, s.heads);
@@ -68,11 +77,13 @@ class EfficientBackend final : public AttentionBackend {
     params.bias = problem.has_bias ? buffers.bias : nullptr;
     params.batch = problem.shape.batch;
     params.heads = problem.shape.heads;
+    params.heads_kv = problem.shape.kv_heads();
+    params.group_size = problem.shape.group_size();
     params.seq_q = problem.shape.seq_q;
     params.seq_kv = problem.shape.seq_kv;
     params.head_dim = problem.shape.head_dim;
     params.scale = problem.softmax_scale();
-    params.causal = problem.causal;
+    params.mask = mask_bounds(problem);
     kernel::forward(problem.dtype, params, stream);
     CUDA_CHECK_LAUNCH();
   }

@@ -1,6 +1,10 @@
 // The flash backend: one FlashAttention-2-style fused forward kernel (kernels/flash) per call.
-// bf16/fp16, head dims 64 and 128, causal (top-left) or not, any seq_q and seq_kv; it writes o
-// and, when asked, the logsumexp. The score matrix never reaches device memory.
+// bf16/fp16, head dims 64 and 128, any seq_q and seq_kv, GQA/MQA (K/V heads read in place),
+// causal and sliding windows in either alignment (one "masked" instantiation with the bounds as
+// run-time values: tiles outside the band are skipped, its edges masked); it writes o and, when
+// asked, the logsumexp (-inf for a row that sees no key). The score matrix never reaches device
+// memory.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
@@ -10,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "backends/factories.hpp"
+#include "core/mask_bounds.hpp"
 #include "flash/flash.hpp"
 #include "gpu/cuda_check.hpp"
 
@@ -17,6 +22,7 @@ namespace attnprof {
 namespace {
 
 constexpr int kMaxGridYZ = 65535;  // heads go on grid.y, batch on grid.z
+constexpr int kMaxSequence = 1 << 29;  // MaskBounds' arithmetic stays inside int below this
 
 class FlashBackend final : public AttentionBackend {
  public:
@@ -40,6 +46,12 @@ class FlashBackend final : public AttentionBackend {
     if (problem.has_bias) return std::string("flash has no additive bias; use efficient");
     if (!(problem.softmax_scale() > 0.f) || !std::isfinite(problem.softmax_scale()))
       return fmt::format("flash needs a finite positive softmax scale (got {})", problem.softmax_scale());
+    if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
+      return fmt::format("flash needs heads ({}) to be a multiple of heads_kv ({})", s.heads, s.kv_heads());
+    if (std::max(s.seq_q, s.seq_kv) >= kMaxSequence)
+      return fmt::format(
+          "flash keeps key indices in 32-bit mask arithmetic: seq_q and seq_kv must be below {} (got {} x {})",
+          kMaxSequence, s.seq_q, s.seq_kv);
     if (s.heads > kMaxGridYZ || s.batch > kMaxGridYZ)
       return fmt::format("flash launches heads on grid.y and batch on grid.z, at most {} each (got {} x {})",
                          kMaxGridYZ, s.batch, s.heads);
@@ -48,9 +60,10 @@ class FlashBackend final : public AttentionBackend {
 
   void prepare(const AttentionProblem& problem, cudaStream_t) override {
     // One-time per instantiation: raise its dynamic shared-memory limit.
-    const auto key = std::make_tuple(problem.dtype, problem.shape.head_dim, problem.causal);
+    const bool masked = mask_bounds(problem).bounded();
+    const auto key = std::make_tuple(problem.dtype, problem.shape.head_dim, masked);
     if (prepared_.count(key) != 0) return;
-    CUDA_CHECK(kernels::flash_prepare(problem.dtype, problem.shape.head_dim, problem.causal));
+    CUDA_CHECK(kernels::flash_prepare(problem.dtype, problem.shape.head_dim, masked));
     prepared_.insert(key);
   }
 
@@ -63,11 +76,14 @@ class FlashBackend final : public AttentionBackend {
     params.lse = buffers.lse;
     params.batch = problem.shape.batch;
     params.heads = problem.shape.heads;
+    params.heads_kv = problem.shape.kv_heads();
+    params.group_size = problem.shape.group_size();
     params.seq_q = problem.shape.seq_q;
     params.seq_kv = problem.shape.seq_kv;
     params.scale = problem.softmax_scale();
     params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
-    kernels::flash_forward(params, problem.dtype, problem.shape.head_dim, problem.causal, stream);
+    params.mask = mask_bounds(problem);
+    kernels::flash_forward(params, problem.dtype, problem.shape.head_dim, params.mask.bounded(), stream);
     CUDA_CHECK_LAUNCH();
   }
 

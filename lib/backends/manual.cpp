@@ -6,12 +6,18 @@
 //   out  = attn.softmax(-1) @ v
 // The out-of-place masked_fill is a clone (a device-to-device cudaMemcpyAsync) followed by the
 // in-place fill; the trace shows that memcpy, and the in-place variant shows it gone.
+// Grouped K/V heads as a hand-written GQA does it: k, v = k.repeat_interleave(g, 1),
+// v.repeat_interleave(g, 1) every call (two copy kernels). Bottom-right alignment and windows
+// through the mask given to masked_fill: .tril(diagonal) and/or .triu(diagonal). A row the mask
+// leaves empty would be NaN (softmax of all -inf), so such problems are rejected.
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "backends/cublas_gemm.hpp"
 #include "backends/factories.hpp"
+#include "core/mask_bounds.hpp"
 #include "elementwise/elementwise.hpp"
 #include "gpu/device_memory.hpp"
 
@@ -19,6 +25,17 @@ namespace attnprof {
 namespace {
 
 namespace k = kernels;
+
+std::int64_t repeated_kv_elements(const AttentionShape& s) {
+  return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_kv * s.head_dim;
+}
+
+// The first query row that sees no key, or -1 (each sequence's rows are alike: one pass).
+int first_row_without_keys(const AttentionProblem& p) {
+  for (int row = 0; row < p.shape.seq_q; ++row)
+    if (visible_keys(p, row, p.shape.seq_q, p.shape.seq_kv).count() == 0) return row;
+  return -1;
+}
 
 class ManualBackend final : public AttentionBackend {
  public:
@@ -32,7 +49,15 @@ class ManualBackend final : public AttentionBackend {
   Unsupported check_problem(const AttentionProblem& p) const override {
     if (p.has_bias) return "the five-line manual attention has no bias term; use math or efficient";
     const AttentionShape& s = p.shape;
-    const double need = 4.0 * static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv * dtype_bytes(p.dtype);
+    if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
+      return fmt::format("heads ({}) must be a multiple of heads_kv ({}) to repeat K and V", s.heads, s.kv_heads());
+    if (const int row = first_row_without_keys(p); row >= 0)
+      return fmt::format("query row {} sees no key under this mask: the five-line attention's softmax would give NaN "
+                         "there (math's _safe_softmax gives the zeros the reference expects)",
+                         row);
+    const double need = (4.0 * static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv +
+                         (p.has_grouped_heads() ? 2.0 * repeated_kv_elements(s) : 0.0)) *
+                        dtype_bytes(p.dtype);
     if (device_memory_ > 0 && need > 0.75 * static_cast<double>(device_memory_))
       return fmt::format("manual materialises the score matrix several times: {:.1f} GiB of workspace, more than "
                          "75% of the device's {:.1f} GiB",
@@ -51,6 +76,10 @@ class ManualBackend final : public AttentionBackend {
     probs_.reserve(scores);
     ones_.reserve(mask);
     keep_.reserve(mask);
+    if (p.has_grouped_heads()) {
+      k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
+      v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
+    }
   }
 
   void run(const AttentionProblem& p, const AttentionBuffers& io, cudaStream_t stream) override {
@@ -58,6 +87,17 @@ class ManualBackend final : public AttentionBackend {
     const std::int64_t mask_elems = static_cast<std::int64_t>(s.seq_q) * s.seq_kv;
     const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
     const std::int64_t score_elems = mask_elems * matrices;
+
+    // k = k.repeat_interleave(heads // heads_kv, dim=1); v likewise
+    const void* key = io.k;
+    const void* value = io.v;
+    if (p.has_grouped_heads()) {
+      const std::int64_t head = static_cast<std::int64_t>(s.seq_kv) * s.head_dim;
+      k::repeat_interleave(io.k, k_repeated_.get(), p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
+      k::repeat_interleave(io.v, v_repeated_.get(), p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
+      key = k_repeated_.get();
+      value = v_repeated_.get();
+    }
 
     BatchedGemm scores;
     scores.type = p.dtype;
@@ -67,7 +107,7 @@ class ManualBackend final : public AttentionBackend {
     scores.k = s.head_dim;
     scores.a = io.q;
     scores.stride_a = static_cast<long long>(s.seq_q) * s.head_dim;
-    scores.b = io.k;
+    scores.b = key;
     scores.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
     scores.c = raw_scores_.get();
     scores.stride_c = mask_elems;
@@ -76,16 +116,27 @@ class ManualBackend final : public AttentionBackend {
     k::scale(raw_scores_.get(), scaled_.get(), p.dtype, p.softmax_scale(), score_elems, stream);
 
     void* attn = scaled_.get();
-    if (p.causal) {
-      k::fill_bool(ones_.as<bool>(), true, mask_elems, stream);
-      k::tril(ones_.as<bool>(), keep_.as<bool>(), s.seq_q, s.seq_kv, stream);
+    const MaskBounds mask = mask_bounds(p);
+    if (mask.bounded()) {
+      // mask = torch.ones(L, S, dtype=bool).tril(diagonal) [.triu(diagonal)]; causal top-left is .tril()
+      bool* keep = ones_.as<bool>();
+      bool* spare = keep_.as<bool>();
+      k::fill_bool(keep, true, mask_elems, stream);
+      if (mask.high < MaskBounds::kUnboundedKeys) {
+        k::tril(keep, spare, s.seq_q, s.seq_kv, mask.high, stream);
+        std::swap(keep, spare);
+      }
+      if (mask.low > -MaskBounds::kUnboundedKeys) {
+        k::triu(keep, spare, s.seq_q, s.seq_kv, mask.low, stream);
+        std::swap(keep, spare);
+      }
       if (masked_fill_ == MaskedFill::out_of_place) {
         // Tensor.masked_fill = clone() + masked_fill_(): the clone is a device-to-device copy.
         CUDA_CHECK(cudaMemcpyAsync(filled_.get(), scaled_.get(), static_cast<std::size_t>(score_elems) * dtype_bytes(p.dtype),
                                    cudaMemcpyDeviceToDevice, stream));
         attn = filled_.get();
       }
-      k::masked_fill(attn, p.dtype, keep_.as<bool>(), -INFINITY, mask_elems, matrices, stream);
+      k::masked_fill(attn, p.dtype, keep, -INFINITY, mask_elems, matrices, stream);
     }
     k::softmax_rows(attn, probs_.get(), p.dtype, matrices * s.seq_q, s.seq_kv, stream);
 
@@ -97,7 +148,7 @@ class ManualBackend final : public AttentionBackend {
     out.k = s.seq_kv;
     out.a = probs_.get();
     out.stride_a = mask_elems;
-    out.b = io.v;
+    out.b = value;
     out.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
     out.c = io.o;
     out.stride_c = static_cast<long long>(s.seq_q) * s.head_dim;
@@ -110,7 +161,7 @@ class ManualBackend final : public AttentionBackend {
   MaskedFill masked_fill_;
   mutable std::int64_t device_memory_ = 0;
   std::unique_ptr<CublasHandle> cublas_;
-  DeviceBuffer raw_scores_, scaled_, filled_, probs_, ones_, keep_;
+  DeviceBuffer raw_scores_, scaled_, filled_, probs_, ones_, keep_, k_repeated_, v_repeated_;
 };
 
 }  // namespace

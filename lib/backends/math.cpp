@@ -3,12 +3,19 @@
 // scaled by sqrt(scale), the causal mask rebuilt every call (ones -> tril -> where(0, -inf) ->
 // add_), fp32 FFMA GEMMs, _safe_softmax (softmax, isneginf, all, where), the attention
 // weights downcast (returned by PyTorch, unused) and the output downcast.
+// GQA as enable_gqa does it: the fp32 K and V repeated into `heads` heads every call
+// (repeat_interleave, one copy kernel each), K scaled after the repeat. Bottom-right alignment
+// and sliding windows as the boolean mask a caller passes (what PyTorch's causal_lower_right
+// materialises for math): ones -> tril(diagonal) and/or triu(diagonal), built every call like
+// the causal mask; a row the mask leaves empty comes out zero through _safe_softmax.
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "backends/cublas_gemm.hpp"
 #include "backends/factories.hpp"
+#include "core/mask_bounds.hpp"
 #include "elementwise/elementwise.hpp"
 #include "gpu/device_memory.hpp"
 
@@ -20,12 +27,18 @@ namespace k = kernels;
 // Score-sized fp32 tensors the eager code materialises: attn, softmax, where output.
 constexpr int kScoreTensorsFp32 = 3;
 
+// Elements of K (or V) repeated into every query head: [batch, heads, seq_kv, head_dim].
+std::int64_t repeated_kv_elements(const AttentionShape& s) {
+  return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_kv * s.head_dim;
+}
+
 double workspace_bytes(const AttentionProblem& p) {
   const AttentionShape& s = p.shape;
   const double scores = static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv;
   const double mask = static_cast<double>(s.seq_q) * s.seq_kv;
+  const double repeated = p.has_grouped_heads() ? 2.0 * 4.0 * repeated_kv_elements(s) : 0.0;
   return scores * (4.0 * kScoreTensorsFp32 + 1.0 /*isneginf*/ + dtype_bytes(p.dtype) /*weights*/) +
-         mask * (2.0 + 4.0) + 4.0 * (3.0 * element_count_kv(s) + 3.0 * element_count_q(s));
+         mask * (2.0 + 4.0) + 4.0 * (3.0 * element_count_kv(s) + 3.0 * element_count_q(s)) + repeated;
 }
 
 class MathBackend final : public AttentionBackend {
@@ -36,6 +49,10 @@ class MathBackend final : public AttentionBackend {
   }
 
   Unsupported check_problem(const AttentionProblem& p) const override {
+    const AttentionShape& s = p.shape;
+    if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
+      return fmt::format("heads ({}) must be a multiple of heads_kv ({}) to repeat K and V into every query head",
+                         s.heads, s.kv_heads());
     const double need = workspace_bytes(p);
     if (device_memory_ > 0 && need > 0.75 * static_cast<double>(device_memory_))
       return fmt::format("math materialises every score matrix in fp32: {:.1f} GiB of workspace, more than 75% of "
@@ -55,8 +72,12 @@ class MathBackend final : public AttentionBackend {
     k32_.reserve(kv);
     v32_.reserve(kv);
     q_scaled_.reserve(q);
-    k_scaled_.reserve(kv);
+    k_scaled_.reserve(p.has_grouped_heads() ? static_cast<std::size_t>(repeated_kv_elements(s)) * 4 : kv);
     out32_.reserve(q);
+    if (p.has_grouped_heads()) {
+      k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * 4);
+      v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * 4);
+    }
     attn_.reserve(scores * 4);
     softmax_.reserve(scores * 4);
     probs_.reserve(scores * 4);
@@ -72,6 +93,7 @@ class MathBackend final : public AttentionBackend {
   void run(const AttentionProblem& p, const AttentionBuffers& io, cudaStream_t stream) override {
     const AttentionShape& s = p.shape;
     const std::int64_t nq = element_count_q(s), nkv = element_count_kv(s);
+    const std::int64_t n_repeated = p.has_grouped_heads() ? repeated_kv_elements(s) : nkv;
     const std::int64_t rows = static_cast<std::int64_t>(s.batch) * s.heads * s.seq_q;
     const std::int64_t mask_elems = static_cast<std::int64_t>(s.seq_q) * s.seq_kv;
     const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
@@ -89,21 +111,41 @@ class MathBackend final : public AttentionBackend {
       kk = k32_.get();
       v = v32_.get();
     }
-    // scaling_factor = sqrt(scale): q * sf and k * sf
+    // scaling_factor = sqrt(scale): q * sf and k * sf; with grouped heads, K and V are first
+    // repeated into every query head (pre_process_group_query_attention_input) and the repeated
+    // K is scaled.
     const float sf = std::sqrt(p.softmax_scale());
     k::scale(q, q_scaled_.get(), DType::fp32, sf, nq, stream);
-    k::scale(kk, k_scaled_.get(), DType::fp32, sf, nkv, stream);
+    if (p.has_grouped_heads()) {
+      const std::int64_t head = static_cast<std::int64_t>(s.seq_kv) * s.head_dim;
+      k::repeat_interleave(kk, k_repeated_.get(), DType::fp32, s.batch, s.heads, s.kv_heads(), head, stream);
+      k::repeat_interleave(v, v_repeated_.get(), DType::fp32, s.batch, s.heads, s.kv_heads(), head, stream);
+      kk = k_repeated_.get();
+      v = v_repeated_.get();
+    }
+    k::scale(kk, k_scaled_.get(), DType::fp32, sf, n_repeated, stream);
 
     float* zero = scalars_.as<float>();
     float* neg_inf = zero + 1;
     float* softmax_zero = zero + 2;
-    if (p.causal) {
-      // at::ones({L, S}, bool).tril(), then convert_boolean_attn_mask: where(mask, 0, -inf)
-      k::fill_bool(ones_.as<bool>(), true, mask_elems, stream);
-      k::tril(ones_.as<bool>(), tril_.as<bool>(), s.seq_q, s.seq_kv, stream);
+    const MaskBounds mask = mask_bounds(p);
+    if (mask.bounded()) {
+      // at::ones({L, S}, bool).tril(diagonal) [.triu(diagonal) for a window's left edge], then
+      // convert_boolean_attn_mask: where(mask, 0, -inf). Top-left causal is plain .tril().
+      bool* built = ones_.as<bool>();
+      bool* spare = tril_.as<bool>();
+      k::fill_bool(built, true, mask_elems, stream);
+      if (mask.high < MaskBounds::kUnboundedKeys) {
+        k::tril(built, spare, s.seq_q, s.seq_kv, mask.high, stream);
+        std::swap(built, spare);
+      }
+      if (mask.low > -MaskBounds::kUnboundedKeys) {
+        k::triu(built, spare, s.seq_q, s.seq_kv, mask.low, stream);
+        std::swap(built, spare);
+      }
       k::fill_float(zero, 0.f, 1, stream);
       k::fill_float(neg_inf, -INFINITY, 1, stream);
-      k::where_scalars(tril_.as<bool>(), zero, neg_inf, mask_float_.as<float>(), mask_elems, stream);
+      k::where_scalars(built, zero, neg_inf, mask_float_.as<float>(), mask_elems, stream);
     }
 
     BatchedGemm scores;
@@ -121,7 +163,7 @@ class MathBackend final : public AttentionBackend {
     scores.batch = static_cast<int>(matrices);
     run_batched_gemm(cublas_->get(), stream, scores);
 
-    if (p.causal) k::add_broadcast(attn_.as<float>(), mask_float_.as<float>(), mask_elems, matrices, stream);
+    if (mask.bounded()) k::add_broadcast(attn_.as<float>(), mask_float_.as<float>(), mask_elems, matrices, stream);
     if (p.has_bias && io.bias != nullptr) k::add_broadcast(attn_.as<float>(), io.bias, mask_elems, matrices, stream);
 
     // _safe_softmax: softmax, then zero the rows that were all -inf
@@ -155,7 +197,7 @@ class MathBackend final : public AttentionBackend {
  private:
   mutable std::int64_t device_memory_ = 0;
   std::unique_ptr<CublasHandle> cublas_;
-  DeviceBuffer q32_, k32_, v32_, q_scaled_, k_scaled_, out32_;
+  DeviceBuffer q32_, k32_, v32_, q_scaled_, k_scaled_, out32_, k_repeated_, v_repeated_;
   DeviceBuffer attn_, softmax_, probs_, is_neginf_, rows_all_neginf_, weights_;
   DeviceBuffer ones_, tril_, mask_float_, scalars_;
 };

@@ -11,15 +11,17 @@ namespace attnprof {
 
 const std::vector<BackendInfo>& backend_registry() {
   static const std::vector<BackendInfo> registry = {
-      {"math", "PyTorch's math SDPA: fp32 upcast, causal mask rebuilt per call, FFMA GEMMs, safe softmax",
+      {"math",
+       "PyTorch's math SDPA: fp32 upcast, K/V repeated for GQA and mask rebuilt per call, FFMA GEMMs, safe softmax",
        make_math_backend},
       {"manual:out_of_place", "five-line attention on cuBLAS; masked_fill copies the scores first",
        [] { return make_manual_backend(MaskedFill::out_of_place); }},
       {"manual:in_place", "five-line attention on cuBLAS; masked_fill_ writes in place",
        [] { return make_manual_backend(MaskedFill::in_place); }},
-      {"efficient", "memory-efficient tiled attention: one kernel, fp32/bf16/fp16, head dims 8..256, bias",
+      {"efficient",
+       "memory-efficient tiled attention: one kernel, fp32/bf16/fp16, head dims 8..256, bias, GQA, windows",
        make_efficient_backend},
-      {"flash", "FlashAttention-2-style fused kernel: mma.sync, cp.async, online softmax in registers",
+      {"flash", "FlashAttention-2-style fused kernel: mma.sync, cp.async, online softmax in registers, GQA, windows",
        make_flash_backend},
       {"cudnn", "cuDNN fused SDPA through the graph API, per-shape plan cache", make_cudnn_backend},
   };

@@ -1,7 +1,11 @@
 // Every registered backend against the float64 CPU reference on fresh random inputs: odd
-// lengths, seq_q != seq_kv, every head dim, every dtype, both causal settings, bias.
-// Outputs are poisoned before each run; combinations a backend rejects are skipped with its reason.
+// lengths, seq_q != seq_kv, every head dim, every dtype, both causal settings, bias; then the
+// workloads (grouped K/V heads 8/2 and 8/1, sliding windows, top-left and bottom-right masks,
+// rows that see no key). Outputs are poisoned before each run; combinations a backend rejects
+// are skipped with its reason, and what each backend must reject is checked for a reason too.
 #include <cctype>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -98,6 +102,180 @@ TEST_P(BackendCorrectness, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendCorrectness, testing::ValuesIn(all_cases()), test_name);
+
+// ---------------------------------------------------------------------------------------------
+// Workloads: GQA/MQA, windows, mask alignment.
+
+struct MaskSpec {
+  bool causal;
+  AttentionWindow window;
+  MaskAlignment alignment;
+};
+
+AttentionProblem workload(AttentionShape shape, int heads_kv, int head_dim, DType dtype, const MaskSpec& mask,
+                          bool bias = false) {
+  shape.heads_kv = heads_kv;
+  shape.head_dim = head_dim;
+  AttentionProblem p;
+  p.shape = shape;
+  p.dtype = dtype;
+  p.causal = mask.causal;
+  p.window = mask.window;
+  p.alignment = mask.alignment;
+  p.has_bias = bias;
+  return p;
+}
+
+// case_label() names neither K/V heads, nor window, nor alignment: the tests name them all.
+std::string workload_label(const std::string& backend, const AttentionProblem& p) {
+  const AttentionShape& s = p.shape;
+  std::string mask = p.causal ? "causal" : "full";
+  if (p.window.bounded()) mask += fmt::format(" window[{},{}]", p.window.left, p.window.right);
+  if ((p.causal || p.window.bounded()) && p.is_bottom_right()) mask += " bottom_right";
+  return fmt::format("{} {} {}{} {}x{}/{}x{}x{}x{}", backend, to_string(p.dtype), mask, p.has_bias ? " bias" : "",
+                     s.batch, s.heads, s.kv_heads(), s.seq_q, s.seq_kv, s.head_dim);
+}
+
+std::vector<CorrectnessCase> workload_cases() {
+  constexpr auto tl = MaskAlignment::top_left;
+  constexpr auto br = MaskAlignment::bottom_right;
+  const std::vector<MaskSpec> masks = {
+      {false, {-1, -1}, tl}, {true, {-1, -1}, tl},  {true, {-1, -1}, br},  {false, {3, 0}, tl},
+      {false, {3, 0}, br},   {false, {64, 0}, tl},  {false, {64, 0}, br},  {false, {17, 5}, tl},
+      {false, {17, 5}, br},  {false, {-1, 4}, tl},  {false, {-1, 4}, br},  {true, {17, 5}, tl},
+      {true, {17, 5}, br},   {true, {300, -1}, br},
+  };
+  // Odd lengths, seq_q != seq_kv both ways (bottom-right with seq_q > seq_kv and windows leave
+  // rows with no key), decode, and one long enough for unmasked tiles between two masked edges.
+  const std::vector<std::pair<int, int>> lengths = {{1, 1}, {17, 17}, {33, 255}, {255, 33}, {1, 255}, {1000, 1000}};
+  struct Heads {
+    int batch, heads, heads_kv;
+  };
+  const std::vector<Heads> head_layouts = {{2, 8, 8}, {1, 8, 2}, {2, 8, 1}};
+  // Head dim and dtype rotate over the cross product above, so each pair meets every mask.
+  const std::vector<std::pair<int, DType>> kinds = {{64, DType::bf16}, {128, DType::fp16}, {128, DType::bf16},
+                                                    {64, DType::fp16}};
+  // What only some backends run: fp32, head dims off 64/128, bias. Heads of 33 x 36 bf16 and
+  // 33 x 34 fp32 elements are no whole number of 16-byte packs: repeat_interleave's element path.
+  const std::vector<std::pair<int, DType>> extra_kinds = {
+      {64, DType::fp32}, {128, DType::fp32}, {40, DType::bf16}, {96, DType::fp16},
+      {256, DType::bf16}, {256, DType::fp32}, {36, DType::bf16}, {34, DType::fp32}};
+  const std::vector<MaskSpec> extra_masks = {masks[2], masks[6], masks[8], masks[12]};
+
+  std::vector<CorrectnessCase> cases;
+  for (const BackendInfo& info : backend_registry()) {
+    std::size_t index = 0;
+    for (const MaskSpec& mask : masks)
+      for (auto [seq_q, seq_kv] : lengths)
+        for (const Heads& h : head_layouts) {
+          const auto [head_dim, dtype] = kinds[index++ % kinds.size()];
+          cases.push_back({info.name, workload({h.batch, h.heads, seq_q, seq_kv}, h.heads_kv, head_dim, dtype, mask)});
+        }
+    for (const MaskSpec& mask : extra_masks)
+      for (auto [seq_q, seq_kv] : {std::pair{33, 255}, std::pair{255, 33}})
+        for (auto [head_dim, dtype] : extra_kinds)
+          cases.push_back({info.name, workload({1, 8, seq_q, seq_kv}, 2, head_dim, dtype, mask)});
+    for (const MaskSpec& mask : {masks[2], masks[7]})
+      for (DType dtype : {DType::bf16, DType::fp32})
+        cases.push_back({info.name, workload({2, 8, 33, 255}, 2, 64, dtype, mask, true)});
+  }
+  return cases;
+}
+
+std::string workload_test_name(const testing::TestParamInfo<CorrectnessCase>& info) {
+  std::string name = workload_label(info.param.backend, info.param.problem);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+bool writes_logsumexp(const std::string& backend) { return backend == "flash" || backend == "efficient"; }
+
+class WorkloadCorrectness : public testing::TestWithParam<CorrectnessCase> {};
+
+TEST_P(WorkloadCorrectness, MatchesFloat64Reference) {
+  const CorrectnessCase& c = GetParam();
+  AttentionBackend& backend = backend_instance(c.backend);
+  const DeviceProperties device = query_device_properties(0);
+  if (auto reason = backend.check_device(device)) GTEST_SKIP() << *reason;
+  if (auto reason = backend.check_problem(c.problem)) GTEST_SKIP() << *reason;
+
+  const std::uint64_t seed = std::random_device{}();
+  CudaStream stream;
+  DeviceCase device_case(c.problem, seed, stream.get());
+  Verification v;
+  try {
+    v = run_and_verify(backend, device_case, stream.get(), {.compare_lse = writes_logsumexp(c.backend)});
+  } catch (const BackendUnsupportedError& e) {
+    GTEST_SKIP() << "the plan build rejected it: " << e.what();
+  }
+  const std::string label = workload_label(c.backend, c.problem);
+  EXPECT_TRUE(v.passed) << label << " seed " << seed << ": " << v.detail;
+  EXPECT_EQ(v.non_finite, 0);
+  std::printf("  %-64s rel.err %.3e (bound %.0e, %lld rows)\n", label.c_str(), v.relative_error, v.bound,
+              static_cast<long long>(v.rows_checked));
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, WorkloadCorrectness, testing::ValuesIn(workload_cases()), workload_test_name);
+
+// flash and efficient: a row that sees no key writes zeros (the verifier checks those) and a
+// logsumexp of -inf (the verifier never compares it), on every row the reference leaves empty.
+TEST(WorkloadCorrectness, RowsThatSeeNoKeyHaveMinusInfinityLogsumexp) {
+  const std::vector<MaskSpec> masks = {{true, {-1, -1}, MaskAlignment::bottom_right},
+                                       {false, {3, 0}, MaskAlignment::top_left},
+                                       {false, {-1, 4}, MaskAlignment::bottom_right}};
+  for (const std::string name : {"flash", "efficient"}) {
+    AttentionBackend& backend = backend_instance(name);
+    if (auto reason = backend.check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+    for (const MaskSpec& mask : masks)
+      for (auto [seq_q, seq_kv] : {std::pair{255, 33}, std::pair{300, 17}}) {
+        const AttentionProblem p = workload({2, 4, seq_q, seq_kv}, 2, 128, DType::bf16, mask);
+        int empty_rows = 0;
+        for (int row = 0; row < seq_q; ++row) empty_rows += visible_keys(p, row, seq_q, seq_kv).count() == 0;
+        ASSERT_GT(empty_rows, 0) << workload_label(name, p) << ": the case must have rows without keys";
+        CudaStream stream;
+        DeviceCase device_case(p, std::random_device{}(), stream.get());
+        const Verification v = run_and_verify(backend, device_case, stream.get(), {.compare_lse = true});
+        EXPECT_TRUE(v.passed) << workload_label(name, p) << ": " << v.detail;
+        const std::vector<float> lse = device_case.read_lse(stream.get());
+        for (std::size_t r = 0; r < lse.size(); ++r) {
+          const int row = static_cast<int>(r % seq_q);
+          if (visible_keys(p, row, seq_q, seq_kv).count() != 0) continue;
+          ASSERT_TRUE(std::isinf(lse[r]) && lse[r] < 0)
+              << workload_label(name, p) << ": row " << r << " sees no key; lse " << lse[r];
+        }
+      }
+  }
+}
+
+// What a backend cannot run it rejects with a reason, before any memory is allocated.
+TEST(WorkloadCorrectness, BackendsRejectWhatTheyCannotRunWithAReason) {
+  const MaskSpec causal_br{true, {-1, -1}, MaskAlignment::bottom_right};
+  const MaskSpec window{false, {17, 5}, MaskAlignment::top_left};
+  const MaskSpec full{false, {-1, -1}, MaskAlignment::top_left};
+  auto reason = [](const std::string& backend, const AttentionProblem& p) {
+    return backend_instance(backend).check_problem(p).value_or("");
+  };
+  // heads not a multiple of heads_kv: everyone.
+  for (const BackendInfo& info : backend_registry())
+    EXPECT_NE(reason(info.name, workload({1, 8, 17, 17}, 3, 64, DType::bf16, full)), "") << info.name;
+  // cudnn: no GQA, no window, no bottom-right causal (yet); top-left and square bottom-right run.
+  EXPECT_NE(reason("cudnn", workload({1, 8, 17, 33}, 2, 64, DType::bf16, full)).find("heads_kv"), std::string::npos);
+  EXPECT_NE(reason("cudnn", workload({1, 8, 17, 33}, 8, 64, DType::bf16, window)).find("window"), std::string::npos);
+  EXPECT_NE(reason("cudnn", workload({1, 8, 17, 33}, 8, 64, DType::bf16, causal_br)).find("bottom-right"),
+            std::string::npos);
+  EXPECT_EQ(reason("cudnn", workload({1, 8, 33, 33}, 8, 64, DType::bf16, causal_br)), "");
+  // manual: a row without keys would be NaN in the five-line softmax.
+  for (const std::string name : {"manual:out_of_place", "manual:in_place"}) {
+    EXPECT_NE(reason(name, workload({1, 8, 255, 33}, 2, 64, DType::bf16, causal_br)).find("sees no key"),
+              std::string::npos);
+    EXPECT_EQ(reason(name, workload({1, 8, 33, 255}, 2, 64, DType::bf16, causal_br)), "");
+  }
+  // flash, efficient and math run every mask and head layout.
+  for (const std::string name : {"flash", "efficient", "math"})
+    for (const MaskSpec& mask : {causal_br, window})
+      EXPECT_EQ(reason(name, workload({1, 8, 255, 33}, 1, 64, DType::bf16, mask)), "") << name;
+}
 
 }  // namespace
 }  // namespace attnprof

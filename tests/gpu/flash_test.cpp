@@ -105,17 +105,21 @@ TEST(Flash, NullLogsumexpIsNotWritten) {
   }
 }
 
-// Many heads and batches (grid.y / grid.z), a ragged last query tile, fp16.
+// Many heads and batches (grid.y / grid.z), a ragged last query tile, fp16; with 70 and with
+// 10 K/V heads (groups of 7), so that a wrong head-to-K/V-head mapping shows.
 TEST(Flash, ManyHeadsAndBatches) {
   skip_unless_device_supported();
-  for (bool causal : {false, true}) {
-    const AttentionProblem problem = make_problem({3, 70, 65, 130, 0}, 64, DType::fp16, causal);
-    const std::uint64_t seed = std::random_device{}();
-    CudaStream stream;
-    DeviceCase device_case(problem, seed, stream.get());
-    const Verification v = run_and_verify(flash(), device_case, stream.get(), {.compare_lse = true});
-    EXPECT_TRUE(v.passed) << case_label("flash", problem) << " seed " << seed << ": " << v.detail;
-  }
+  for (int heads_kv : {70, 10})
+    for (bool causal : {false, true}) {
+      AttentionProblem problem = make_problem({3, 70, 65, 130, 0}, 64, DType::fp16, causal);
+      problem.shape.heads_kv = heads_kv;
+      const std::uint64_t seed = std::random_device{}();
+      CudaStream stream;
+      DeviceCase device_case(problem, seed, stream.get());
+      const Verification v = run_and_verify(flash(), device_case, stream.get(), {.compare_lse = true});
+      EXPECT_TRUE(v.passed) << case_label("flash", problem) << " heads_kv " << heads_kv << " seed " << seed << ": "
+                            << v.detail;
+    }
 }
 
 // Two runs on the same inputs give the same bits: the kernel has no order-dependent reduction,
@@ -123,8 +127,14 @@ TEST(Flash, ManyHeadsAndBatches) {
 TEST(Flash, RepeatedRunsAreBitwiseIdentical) {
   skip_unless_device_supported();
   for (int d : {64, 128})
-    for (bool causal : {false, true}) {
-      const AttentionProblem problem = make_problem({2, 8, 1500, 1100, 0}, d, DType::bf16, causal);
+    for (int variant = 0; variant < 3; ++variant) {
+      // Full, causal, and GQA 8/2 with a bottom-right window (masked tiles on both edges).
+      AttentionProblem problem = make_problem({2, 8, 1500, 1100, 0}, d, DType::bf16, variant == 1);
+      if (variant == 2) {
+        problem.shape.heads_kv = 2;
+        problem.window = {200, 30};
+        problem.alignment = MaskAlignment::bottom_right;
+      }
       CudaStream stream;
       DeviceCase device_case(problem, std::random_device{}(), stream.get());
       flash().prepare(problem, stream.get());

@@ -2,6 +2,8 @@
 // so external profilers that need the counters to themselves (Nsight Compute, Nsight Systems) can
 // look at exactly the kernels `attnprof run` launches. Used by docs/perf/occupancy_vs_ncu.sh.
 //   attnprof_forward BACKEND BATCH HEADS SEQ_Q SEQ_KV HEAD_DIM [DTYPE=bf16] [CAUSAL=0] [ITERATIONS=1]
+//                    [HEADS_KV=HEADS] [ALIGNMENT=top_left|bottom_right] [WINDOW_LEFT=-1] [WINDOW_RIGHT=-1]
+// (the workloads the config cannot name yet: GQA, bottom-right masks, sliding windows).
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -20,7 +22,8 @@ int main(int argc, char** argv) {
   using namespace attnprof;
   if (argc < 7) {
     std::fprintf(stderr,
-                 "usage: %s BACKEND BATCH HEADS SEQ_Q SEQ_KV HEAD_DIM [DTYPE=bf16] [CAUSAL=0] [ITERATIONS=1]\n",
+                 "usage: %s BACKEND BATCH HEADS SEQ_Q SEQ_KV HEAD_DIM [DTYPE=bf16] [CAUSAL=0] [ITERATIONS=1]\n"
+                 "       [HEADS_KV=HEADS] [ALIGNMENT=top_left|bottom_right] [WINDOW_LEFT=-1] [WINDOW_RIGHT=-1]\n",
                  argv[0]);
     return kExitUsage;
   }
@@ -35,6 +38,15 @@ int main(int argc, char** argv) {
     }
     problem.causal = argc > 8 && std::string(argv[8]) != "0";
     const int iterations = argc > 9 ? std::stoi(argv[9]) : 1;
+    if (argc > 10) problem.shape.heads_kv = std::stoi(argv[10]);
+    if (argc > 11) {
+      const std::string alignment = argv[11];
+      if (alignment != "top_left" && alignment != "bottom_right")
+        throw UsageError("alignment must be top_left or bottom_right, not " + alignment);
+      problem.alignment = alignment == "bottom_right" ? MaskAlignment::bottom_right : MaskAlignment::top_left;
+    }
+    if (argc > 12) problem.window.left = std::stoi(argv[12]);
+    if (argc > 13) problem.window.right = std::stoi(argv[13]);
 
     const BackendInfo* info = find_backend(argv[1]);
     if (info == nullptr) throw UsageError(std::string("unknown backend ") + argv[1]);
@@ -49,7 +61,10 @@ int main(int argc, char** argv) {
     backend->prepare(problem, stream.get());
     for (int i = 0; i < iterations; ++i) backend->run(problem, device_case.buffers(), stream.get());
     CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    std::printf("%s %s: %d forward(s) done\n", argv[1], case_label(argv[1], problem).c_str(), iterations);
+    std::printf("%s %s (heads_kv %d, %s, window [%d, %d]): %d forward(s) done\n", argv[1],
+                case_label(argv[1], problem).c_str(), problem.shape.kv_heads(),
+                problem.is_bottom_right() ? "bottom_right" : "top_left", problem.window.left, problem.window.right,
+                iterations);
     return kExitOk;
   } catch (const NoUsableGpuError& e) {
     std::fprintf(stderr, "attnprof_forward: %s\n", e.what());

@@ -1,4 +1,0 @@
-// One instantiation per file, so the build compiles them in parallel.
-#include "efficient/efficient_launch.cuh"
-
-ATTNPROF_EFFICIENT_INSTANCE(::attnprof::DType::bf16, 64)

@@ -1,0 +1,4 @@
+// flash forward: fp16, head dim 128, masked (causal and/or a window).
+#include "flash/flash_fwd_launch.cuh"
+
+template struct attnprof::kernels::FlashForward<attnprof::DType::fp16, 128, true>;
