@@ -1,6 +1,7 @@
 // Faults in the middle of a sweep: each affected case is recorded as failed or skipped with its
 // reason, the rest runs, trace.json and summary.json stay valid, the exit code says what
-// happened (3 for partial failure), dropped records are counted.
+// happened (3 for partial failure), dropped records are counted, and SIGTERM is honoured within
+// a second in the middle of a large case.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,6 +121,86 @@ TEST(Faults, SigintMidSweepWritesWhatRanAndExitsThree) {
   EXPECT_GT(interrupted, 0);
   EXPECT_EQ(summary.at("cases").size(), 6u);
   std::printf("  after SIGINT: %d cases finished, %d interrupted\n", finished, interrupted);
+}
+
+// `attnprof run` of a large case with stderr read as it comes: when the case's progress line
+// shows `step`, wait `delay`, send SIGTERM, and time how long the process takes to end.
+struct Interrupted {
+  std::chrono::duration<double> latency{};
+  int exit_code = -1;
+  std::string progress;  // stderr
+};
+
+Interrupted interrupt_at(const std::filesystem::path& out, const char* config_text, const std::string& step,
+                         std::chrono::milliseconds delay) {
+  std::filesystem::create_directories(out);
+  const auto config = out / "large.json";
+  std::ofstream(config) << config_text;
+  int pipe_fds[2];
+  EXPECT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    execl(ATTNPROF_BINARY, ATTNPROF_BINARY, "run", "--config", config.c_str(), "--out", (out / "run").c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  Interrupted result;
+  char buffer[512];
+  bool sent = false;
+  std::chrono::steady_clock::time_point signalled;
+  for (;;) {
+    const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    result.progress.append(buffer, static_cast<std::size_t>(n));
+    if (!sent && result.progress.find(" " + step + " ") != std::string::npos) {
+      std::this_thread::sleep_for(delay);
+      signalled = std::chrono::steady_clock::now();
+      kill(child, SIGTERM);
+      sent = true;
+    }
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  EXPECT_EQ(waitpid(child, &status, 0), child);
+  result.latency = std::chrono::steady_clock::now() - signalled;
+  EXPECT_TRUE(sent) << "the progress never showed '" << step << "':\n" << result.progress;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+void expect_outputs_of_an_interrupted_case(const std::filesystem::path& run, const Interrupted& r) {
+  std::printf("  SIGTERM honoured in %.3f s\n%s", r.latency.count(), r.progress.c_str());
+  EXPECT_LT(r.latency.count(), 1.0);
+  EXPECT_EQ(r.exit_code, kExitPartialFailure);
+  const nlohmann::json summary = read_json(run / "summary.json");
+  read_json(run / "trace.json");
+  EXPECT_TRUE(summary.at("interrupted").get<bool>());
+  ASSERT_EQ(summary.at("cases").size(), 1u);
+  EXPECT_EQ(summary.at("cases").at(0).at("status"), "interrupted");
+  std::printf("  reason: %s\n", summary.at("cases").at(0).at("reason").get<std::string>().c_str());
+}
+
+// 8 x 32 x 32 queries against 131072 keys (bf16, K and V 17 GiB): the GPU forward is a few
+// milliseconds, the float64 check of 1024 rows over 131072 keys takes seconds.
+constexpr const char* kLargeCase = R"({"backends": ["flash"], "causal": [false],
+    "shapes": [{"batch": 8, "heads": 32, "seq_q": 32, "seq_kv": 131072, "head_dim": 128}],
+    "warmup": 1, "iterations": 3})";
+
+TEST(Faults, SigtermDuringSetUpIsHonouredWithinASecond) {
+  const auto out = fresh_dir("attnprof_faults_sigterm_setup");
+  const Interrupted r = interrupt_at(out, kLargeCase, "set-up", std::chrono::milliseconds(0));
+  expect_outputs_of_an_interrupted_case(out / "run", r);
+}
+
+TEST(Faults, SigtermDuringVerificationIsHonouredWithinASecond) {
+  const auto out = fresh_dir("attnprof_faults_sigterm_verify");
+  const Interrupted r = interrupt_at(out, kLargeCase, "verify", std::chrono::milliseconds(500));
+  expect_outputs_of_an_interrupted_case(out / "run", r);
+  const nlohmann::json summary = read_json(out / "run" / "summary.json");
+  EXPECT_NE(summary.at("cases").at(0).at("reason").get<std::string>().find("verification"), std::string::npos);
 }
 
 }  // namespace

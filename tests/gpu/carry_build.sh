@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# A stripped, xz-compressed copy of what the GPU steps run (attnprof, the injection library, the
+# GPU tests and their helper programs): carry/build.tar.xz, about 13 MB, under the device call's
+# carry limit (the uncompressed copy is ~70 MB). On the device: tests/gpu/unpack_build.sh.
+set -euo pipefail
+B=${1:-build}
+C=carry/stage/build
+rm -rf carry && mkdir -p "$C/app" "$C/lib/inject" "$C/tests"
+strip_to() { strip --strip-unneeded -o "$2" "$1"; }
+strip_to "$B/app/attnprof" "$C/app/attnprof"
+strip_to "$B/lib/inject/libattnprof_inject.so" "$C/lib/inject/libattnprof_inject.so"
+for t in "$B"/tests/gpu_*_test "$B/tests/launch_loop" "$B/tests/attnprof_forward"; do
+  [ -x "$t" ] && strip_to "$t" "$C/tests/$(basename "$t")"
+done
+tar cf - -C carry/stage build | xz -T0 -6 > carry/build.tar.xz
+rm -rf carry/stage
+du -sh carry/build.tar.xz
