@@ -18,6 +18,7 @@
 #include "gpu/device_info.hpp"
 #include "summary/provenance.hpp"
 #include "summary/render.hpp"
+#include "summary/roofline.hpp"
 #include "runner/sweep.hpp"
 #include "sweep/plan.hpp"
 #include "trace/chrome_trace_writer.hpp"
@@ -162,6 +163,7 @@ RunOutcome run_sweep(const RunOptions& o) {
 
   summary.interrupted = sweep.interrupted();
   summary.capture = sweep.capture();
+  place_on_roofline(summary);
   Provenance provenance = Provenance::of("run", summary);
   provenance.config_source = o.config.source;
   provenance.config = o.config.document;

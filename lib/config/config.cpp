@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/config_sections.hpp"
 #include "config/json_fields.hpp"
@@ -15,6 +16,7 @@ namespace attnprof {
 
 using namespace config_fields;
 using config_sections::kDTypeNames;
+using config_sections::read_causal_mode;
 using config_sections::read_expectation;
 using config_sections::read_shape_spec;
 using config_sections::same_case;
@@ -122,18 +124,20 @@ void read_dtypes(const json& document, Config& config, IssueList& issues) {
   config.dtypes = read_list<DType>(*dtypes, "/dtypes", ListRule{"dtype names"}, issues, read_dtype);
 }
 
-// A single boolean is accepted too: "causal": true is the natural way to ask for one setting.
+// A single setting is accepted too: "causal": true is the natural way to ask for one.
 void read_causal(const json& document, Config& config, IssueList& issues) {
   const json* causal = find_member(document, "causal");
   if (!causal) return;
-  if (causal->is_boolean()) {
-    config.causal = {causal->get<bool>()};
+  if (!causal->is_array()) {
+    if (const auto mode = read_causal_mode(*causal, "/causal", issues)) config.causal = {*mode};
     return;
   }
-  const ElementReader<bool> read_setting = [&](const json& value, const std::string& pointer) {
-    return read_boolean(value, pointer, issues);
+  const ElementReader<CausalMode> read_setting = [&](const json& value, const std::string& pointer) {
+    return read_causal_mode(value, pointer, issues);
   };
-  config.causal = read_list<bool>(*causal, "/causal", ListRule{"booleans"}, issues, read_setting);
+  config.causal = read_list<CausalMode>(*causal, "/causal", ListRule{"causal settings (false, true, \"top_left\", "
+                                                                      "\"bottom_right\")"},
+                                        issues, read_setting);
 }
 
 void read_shapes(const json& document, Config& config, IssueList& issues) {
@@ -204,7 +208,7 @@ Config read_document(const json& document, const std::vector<std::string>& known
                      IssueList& issues) {
   Config config;
   config.dtypes = {DType::bf16};
-  config.causal = {false};
+  config.causal = {CausalMode::none};
   reject_unknown_keys(document, "", kDocumentKeys, issues);
   read_run_settings(document, config, issues);
   read_backends(document, known_backends, config, issues);
@@ -249,6 +253,66 @@ Config parse_config(std::string_view text, std::string_view source,
   config.source = source;
   config.document = std::move(*document);
   return config;
+}
+
+nlohmann::json shape_option_document(std::string_view text) {
+  static const std::vector<std::pair<std::string, std::string>> kSizes = {
+      {"b", "batch"}, {"h", "heads"}, {"hkv", "heads_kv"}, {"sq", "seq_q"}, {"skv", "seq_kv"}, {"d", "head_dim"}};
+  static const std::vector<std::string> kKeys = {"b", "h", "hkv", "sq", "skv", "d", "causal", "window", "dtype", "bias"};
+  std::vector<ConfigIssue> issues;
+  auto fail = [&](std::string message) { issues.push_back({"", std::move(message)}); };
+  auto integer = [&](const std::string& key, const std::string& value) -> std::optional<std::int64_t> {
+    try {
+      std::size_t used = 0;
+      const long long n = std::stoll(value, &used);
+      if (used == value.size()) return n;
+    } catch (const std::exception&) {
+    }
+    fail(fmt::format("{}={}: expected an integer", key, value));
+    return std::nullopt;
+  };
+  nlohmann::json shape = nlohmann::json::object();
+  nlohmann::json document = nlohmann::json::object();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string part(text.substr(start, comma - start));
+    start = comma + 1;
+    if (part.empty()) continue;
+    const std::size_t equals = part.find('=');
+    const std::string key = part.substr(0, equals);
+    if (equals == std::string::npos) {
+      fail(fmt::format("'{}': expected key=value (keys: {})", part, fmt::join(kKeys, ", ")));
+      continue;
+    }
+    const std::string value = part.substr(equals + 1);
+    if (const auto size = std::find_if(kSizes.begin(), kSizes.end(), [&](const auto& s) { return s.first == key; });
+        size != kSizes.end()) {
+      if (const auto n = integer(key, value)) shape[size->second] = *n;
+    } else if (key == "causal") {
+      if (value == "false" || value == "true") document["causal"] = value == "true";
+      else document["causal"] = value;  // the config's validation names what it expected
+    } else if (key == "window") {
+      const std::size_t colon = value.find(':');
+      if (colon == std::string::npos) {
+        fail(fmt::format("window={}: expected LEFT:RIGHT, e.g. 4096:0 (-1 for no bound)", value));
+        continue;
+      }
+      const auto left = integer(key, value.substr(0, colon)), right = integer(key, value.substr(colon + 1));
+      if (left && right) shape["window"] = {*left, *right};
+    } else if (key == "dtype") {
+      document["dtypes"] = {value};
+    } else if (key == "bias") {
+      shape["bias"] = value == "1" || value == "true";
+    } else {
+      const std::optional<std::string> hint = closest_match(key, kKeys);
+      fail(fmt::format("unknown key '{}'{} (keys: {})", key, hint ? fmt::format(" (did you mean '{}'?)", *hint) : "",
+                       fmt::join(kKeys, ", ")));
+    }
+  }
+  if (!issues.empty()) throw ConfigError("--shape", std::move(issues));
+  document["shapes"] = {shape};
+  return document;
 }
 
 Config load_config_file(const std::string& path, const std::vector<std::string>& known_backends) {

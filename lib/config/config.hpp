@@ -17,8 +17,9 @@
 namespace attnprof {
 
 struct ShapeSpec {
-  AttentionShape shape;
-  bool bias = false;  // add an additive fp32 [seq_q, seq_kv] bias (backends that support it)
+  AttentionShape shape;   // heads_kv included (GQA/MQA)
+  AttentionWindow window;  // a sliding window around the diagonal; unbounded by default
+  bool bias = false;      // add an additive fp32 [seq_q, seq_kv] bias (backends that support it)
 };
 
 // A user's guess about what the trace will show, for one backend (variant or family) and
@@ -26,7 +27,7 @@ struct ShapeSpec {
 struct Expectation {
   std::string backend;                    // "flash", "manual", "manual:in_place"
   std::optional<DType> dtype;
-  std::optional<bool> causal;
+  std::optional<CausalMode> causal;      // false / true (top_left) / "top_left" / "bottom_right"
   std::optional<AttentionShape> shape;
   std::optional<double> kernels_per_iter;
   std::optional<double> memcpy_per_iter;
@@ -44,7 +45,7 @@ struct Config {
   std::string name;    // optional "name" field, shown in the summary
   std::vector<std::string> backends;
   std::vector<DType> dtypes;
-  std::vector<bool> causal;
+  std::vector<CausalMode> causal;
   std::vector<ShapeSpec> shapes;
   int warmup = 3;
   int iterations = 20;
@@ -82,6 +83,13 @@ std::string_view embedded_default_config();
 // "backends" entry may use (variants and families). Throws ConfigError listing every issue.
 Config parse_config(std::string_view text, std::string_view source,
                     const std::vector<std::string>& known_backends);
+
+// The one-line form of a single shape for quick runs without a file, e.g.
+// "b=8,h=32,hkv=8,sq=1,skv=32768,d=128,causal=bottom_right,window=4096:0,dtype=bf16", as the
+// config document it stands for (shapes, and causal / dtypes when given). Keys: b, h, hkv, sq,
+// skv (default sq), d, causal (false, true, top_left, bottom_right), window (L:R, -1 unbounded),
+// dtype, bias (0/1). Throws ConfigError (source "--shape") naming the part it cannot read.
+nlohmann::json shape_option_document(std::string_view text);
 
 // Reads and parses a file; an unreadable file is a ConfigError too.
 Config load_config_file(const std::string& path, const std::vector<std::string>& known_backends);

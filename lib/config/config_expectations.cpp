@@ -47,7 +47,7 @@ void read_scope(const json& object, const std::string& pointer,
     if (name) expectation.dtype = parse_dtype(*name);
   }
   if (const json* causal = find_member(object, "causal")) {
-    expectation.causal = read_boolean(*causal, child_pointer(pointer, "causal"), issues);
+    expectation.causal = read_causal_mode(*causal, child_pointer(pointer, "causal"), issues);
   }
   if (const json* shape = find_member(object, "shape")) {
     expectation.shape = read_expected_shape(*shape, child_pointer(pointer, "shape"), issues);

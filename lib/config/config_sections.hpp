@@ -17,7 +17,10 @@ using nlohmann::json;
 // The names DType parses from; messages list them in this order.
 inline const std::vector<std::string> kDTypeNames = {"bf16", "fp16", "fp32"};
 
-// One entry of "shapes": the five sizes and "bias".
+// The causal words: false, true (= "top_left"), "top_left", "bottom_right".
+std::optional<CausalMode> read_causal_mode(const json& value, const std::string& pointer, IssueList& issues);
+
+// One entry of "shapes": the five sizes, "heads_kv", "window" and "bias".
 std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& pointer, IssueList& issues);
 
 // The "shape" of an expectation: the five sizes only.

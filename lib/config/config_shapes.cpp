@@ -18,8 +18,10 @@ constexpr std::uint64_t kMaxHeadDim = 1024;
 constexpr std::uint64_t kMaxSequence = std::uint64_t{1} << 24;
 constexpr std::uint64_t kMaxBatchTimesHeads = INT_MAX;  // kernels index batch*heads in an int
 
-const std::vector<std::string> kShapeKeys = {"batch", "heads", "seq_q", "seq_kv", "head_dim"};
-const std::vector<std::string> kSweepShapeKeys = {"batch", "heads", "seq_q", "seq_kv", "head_dim", "bias"};
+const std::vector<std::string> kShapeKeys = {"batch", "heads", "seq_q", "seq_kv", "head_dim", "heads_kv"};
+const std::vector<std::string> kSweepShapeKeys = {"batch", "heads",  "seq_q", "seq_kv",
+                                                  "head_dim", "heads_kv", "window", "bias"};
+const std::vector<std::string> kCausalWords = {"top_left", "bottom_right"};
 
 std::optional<std::uint64_t> read_size(const json& object, const std::string& pointer, std::string_view key,
                                        std::uint64_t maximum, IssueList& issues) {
@@ -81,6 +83,48 @@ std::optional<AttentionShape> read_sizes(const json& object, const std::string& 
   return shape;
 }
 
+// "heads_kv": K/V heads that groups of query heads share; `heads` must be a multiple of it.
+void read_heads_kv(const json& object, const std::string& pointer, AttentionShape& shape, IssueList& issues) {
+  const json* value = find_member(object, "heads_kv");
+  if (!value) return;
+  const std::string member = child_pointer(pointer, "heads_kv");
+  const std::optional<std::uint64_t> heads_kv = read_integer(*value, member, IntegerRule{1, kMaxBatchTimesHeads}, issues);
+  if (!heads_kv) return;
+  if (*heads_kv > static_cast<std::uint64_t>(shape.heads) || shape.heads % static_cast<int>(*heads_kv) != 0) {
+    issues.add(member, fmt::format("expected a divisor of heads ({}): each K/V head serves the same number of "
+                                   "query heads; found {}",
+                                   shape.heads, *heads_kv));
+    return;
+  }
+  shape.heads_kv = static_cast<int>(*heads_kv);
+}
+
+// "window": [left, right] keys around the diagonal, -1 for an unbounded side.
+std::optional<AttentionWindow> read_window(const json& value, const std::string& pointer, const AttentionShape& shape,
+                                           IssueList& issues) {
+  if (!value.is_array() || value.size() != 2) {
+    issues.add(pointer, fmt::format("expected [left, right] (keys before and after the diagonal, -1 for no bound), "
+                                    "found {}",
+                                    describe_value(value)));
+    return std::nullopt;
+  }
+  const std::int64_t limit = std::max(shape.seq_q, shape.seq_kv);
+  std::optional<int> sides[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::string side = child_pointer(pointer, i);
+    const json& v = value[i];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < -1 || v.get<std::int64_t>() > limit) {
+      issues.add(side, fmt::format("expected -1 (unbounded) or a number of keys from 0 to max(seq_q, seq_kv) = {}, "
+                                   "found {}",
+                                   limit, describe_value(v)));
+      continue;
+    }
+    sides[i] = static_cast<int>(v.get<std::int64_t>());
+  }
+  if (!sides[0] || !sides[1]) return std::nullopt;
+  return AttentionWindow{*sides[0], *sides[1]};
+}
+
 }  // namespace
 
 std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& pointer, IssueList& issues) {
@@ -88,7 +132,12 @@ std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& p
   const std::size_t issues_before = issues.size();
   reject_unknown_keys(value, pointer, kSweepShapeKeys, issues);
   ShapeSpec spec;
-  if (const std::optional<AttentionShape> shape = read_sizes(value, pointer, issues)) spec.shape = *shape;
+  if (const std::optional<AttentionShape> shape = read_sizes(value, pointer, issues)) {
+    spec.shape = *shape;
+    read_heads_kv(value, pointer, spec.shape, issues);
+    if (const json* window = find_member(value, "window"))
+      if (auto bounds = read_window(*window, child_pointer(pointer, "window"), spec.shape, issues)) spec.window = *bounds;
+  }
   if (const json* bias = find_member(value, "bias")) {
     if (const std::optional<bool> has_bias = read_boolean(*bias, child_pointer(pointer, "bias"), issues)) {
       spec.bias = *has_bias;
@@ -103,11 +152,26 @@ std::optional<AttentionShape> read_expected_shape(const json& value, const std::
   if (!require_object(value, pointer, "a shape object", issues)) return std::nullopt;
   const std::size_t issues_before = issues.size();
   reject_unknown_keys(value, pointer, kShapeKeys, issues);
-  const std::optional<AttentionShape> shape = read_sizes(value, pointer, issues);
+  std::optional<AttentionShape> shape = read_sizes(value, pointer, issues);
+  if (shape) read_heads_kv(value, pointer, *shape, issues);
   if (issues.size() != issues_before) return std::nullopt;
   return shape;
 }
 
-bool same_case(const ShapeSpec& a, const ShapeSpec& b) { return a.shape == b.shape && a.bias == b.bias; }
+bool same_case(const ShapeSpec& a, const ShapeSpec& b) {
+  return a.shape == b.shape && a.window == b.window && a.bias == b.bias;
+}
+
+std::optional<CausalMode> read_causal_mode(const json& value, const std::string& pointer, IssueList& issues) {
+  if (value.is_boolean()) return value.get<bool>() ? CausalMode::top_left : CausalMode::none;
+  if (value.is_string()) {
+    const std::optional<std::string> word = read_choice(value, pointer, kCausalWords, issues);
+    if (!word) return std::nullopt;
+    return *word == "bottom_right" ? CausalMode::bottom_right : CausalMode::top_left;
+  }
+  issues.add(pointer, fmt::format("expected false, true, \"top_left\" or \"bottom_right\", found {}",
+                                  describe_value(value)));
+  return std::nullopt;
+}
 
 }  // namespace attnprof::config_sections

@@ -39,10 +39,34 @@ KeyRange visible_keys(const AttentionProblem& p, int row, int seq_q, int seq_kv)
   return KeyRange{static_cast<int>(first), static_cast<int>(last)};
 }
 
+std::string_view to_string(CausalMode mode) {
+  switch (mode) {
+    case CausalMode::none: return "false";
+    case CausalMode::top_left: return "top_left";
+    case CausalMode::bottom_right: return "bottom_right";
+  }
+  return "false";
+}
+
+CausalMode causal_mode(const AttentionProblem& p) {
+  if (!p.causal) return CausalMode::none;
+  return p.is_bottom_right() ? CausalMode::bottom_right : CausalMode::top_left;
+}
+
+void set_causal_mode(AttentionProblem& p, CausalMode mode) {
+  p.causal = mode != CausalMode::none;
+  p.alignment = mode == CausalMode::bottom_right ? MaskAlignment::bottom_right : MaskAlignment::top_left;
+}
+
 double attention_flops(const AttentionProblem& problem) {
   const AttentionShape& s = problem.shape;
-  const double flops = 4.0 * s.batch * s.heads * static_cast<double>(s.seq_q) * s.seq_kv * s.head_dim;
-  return problem.causal ? flops / 2 : flops;
+  double pairs = 0;  // (query row, visible key) pairs of one head
+  if (!problem.causal && !problem.window.bounded()) {
+    pairs = static_cast<double>(s.seq_q) * s.seq_kv;
+  } else {
+    for (int row = 0; row < s.seq_q; ++row) pairs += visible_keys(problem, row, s.seq_q, s.seq_kv).count();
+  }
+  return 4.0 * s.batch * s.heads * s.head_dim * pairs;
 }
 
 double attention_min_bytes(const AttentionProblem& problem) {
@@ -53,13 +77,19 @@ double attention_min_bytes(const AttentionProblem& problem) {
 }
 
 std::string shape_label(const AttentionShape& s) {
-  return fmt::format("{}x{}x{}x{}x{}", s.batch, s.heads, s.seq_q, s.seq_kv, s.head_dim);
+  const std::string heads = s.kv_heads() != s.heads ? fmt::format("{}/{}", s.heads, s.kv_heads()) : std::to_string(s.heads);
+  return fmt::format("{}x{}x{}x{}x{}", s.batch, heads, s.seq_q, s.seq_kv, s.head_dim);
+}
+
+std::string mask_label(const AttentionProblem& p) {
+  std::string text = !p.causal ? "full" : p.is_bottom_right() ? "causal_br" : "causal";
+  if (p.window.bounded()) text += fmt::format(" window[{},{}]", p.window.left, p.window.right);
+  return text;
 }
 
 std::string case_label(std::string_view backend, const AttentionProblem& problem) {
-  return fmt::format("{} {} {}{} {}", backend, to_string(problem.dtype),
-                     problem.causal ? "causal" : "full", problem.has_bias ? " bias" : "",
-                     shape_label(problem.shape));
+  return fmt::format("{} {} {}{} {}", backend, to_string(problem.dtype), mask_label(problem),
+                     problem.has_bias ? " bias" : "", shape_label(problem.shape));
 }
 
 std::int64_t element_count_q(const AttentionShape& s) {

@@ -82,18 +82,32 @@ struct KeyRange {
 };
 KeyRange visible_keys(const AttentionProblem& problem, int row, int seq_q, int seq_kv);
 
-// FLOPs of the forward pass as PyTorch, FlashAttention and our reference figures count them:
-// 4*B*H*Sq*Skv*D, halved when causal.
+// The causal words of a config: "false" (none), "top_left" (true: PyTorch's is_causal),
+// "bottom_right" (PyTorch's causal_lower_right). Read into AttentionProblem's causal + alignment.
+enum class CausalMode { none, top_left, bottom_right };
+std::string_view to_string(CausalMode mode);
+CausalMode causal_mode(const AttentionProblem& problem);
+void set_causal_mode(AttentionProblem& problem, CausalMode mode);
+
+// FLOPs of the forward pass counted exactly: 4 * D per (query row, visible key) pair, summed over
+// every row's visible keys (the causal alignment and the window counted per row), times B * H.
+// (PyTorch's and FlashAttention's figures halve the dense count when causal: (S+1)/S lower.)
 double attention_flops(const AttentionProblem& problem);
 
-// Fewest bytes any implementation must move through device memory: q, k, v read once, o written once.
+// Fewest bytes any implementation must move through device memory: q read once, k and v once per
+// K/V head, o written once.
 double attention_min_bytes(const AttentionProblem& problem);
 
-// "2x16x4096x4096x128" (batch x heads x seq_q x seq_kv x head_dim).
+// "2x16x4096x4096x128" (batch x heads x seq_q x seq_kv x head_dim); grouped K/V heads as
+// "1x32/8x8192x8192x128".
 std::string shape_label(const AttentionShape& shape);
 
+// The mask part of a case's name: "full", "causal", "causal_br" (bottom-right), each followed by
+// " window[L,R]" when a window bounds it.
+std::string mask_label(const AttentionProblem& problem);
+
 // The stable name of a case, used as the key in summary.json and by `attnprof check`:
-// "flash bf16 causal 2x16x4096x4096x128".
+// "flash bf16 causal 2x16x4096x4096x128", "flash bf16 causal_br window[4096,0] 1x32/8x8192x8192x128".
 std::string case_label(std::string_view backend, const AttentionProblem& problem);
 
 std::int64_t element_count_q(const AttentionShape& shape);

@@ -110,7 +110,8 @@ CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m) const {
   c.median_us = median(m.iteration_us);
   c.p90_us = percentile(m.iteration_us, 90);
   c.min_us = m.iteration_us.empty() ? 0 : *std::min_element(m.iteration_us.begin(), m.iteration_us.end());
-  c.tflops = c.median_us > 0 ? attention_flops(m.problem) / (c.median_us * 1e-6) / 1e12 : 0;
+  c.roofline = roofline_point(m.problem, c.median_us, std::nullopt);  // the roofs: summary/roofline.hpp
+  c.tflops = c.roofline.tflops;
   c.plan_cold_ms = m.plan_cold_ms;
   c.plan_warm_ms = m.plan_warm_ms;
   c.host_enqueue_us_per_iter = m.host_enqueue_us_per_iter;

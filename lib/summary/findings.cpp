@@ -157,6 +157,53 @@ void communication_findings(CaseSummary& c) {
                          {"gpu_busy_us_per_iter", c.gpu_busy_us_per_iter}}});
 }
 
+// Grouped-query attention done by copying: K and V repeated into every query head each call
+// (PyTorch's enable_gqa math path, the hand-written version), where a GQA kernel reads them in place.
+void grouped_heads_findings(CaseSummary& c) {
+  if (c.problem.shape.kv_heads() == c.problem.shape.heads) return;
+  double copies = 0, us = 0;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelSummary& k : c.kernels) {
+    const std::string name = lower(k.name);
+    if (!contains(name, "repeat_interleave") && !contains(name, "repeat")) continue;
+    copies += k.per_iter;
+    us += k.gpu_us_per_iter;
+    kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}, {"gpu_us_per_iter", k.gpu_us_per_iter}});
+  }
+  if (kernels.empty()) return;
+  const AttentionShape& s = c.problem.shape;
+  const double elements = 2.0 * s.batch * s.heads * s.seq_kv * s.head_dim;  // K and V, one copy per query head
+  c.findings.push_back(
+      {"kv_materialised",
+       fmt::format("K and V are repeated from {} into {} heads every call: {} copy kernel(s) per iteration writing {:.3g} "
+                   "M elements ({:.1f} us); a grouped-query kernel reads the {} K/V heads in place",
+                   s.kv_heads(), s.heads, count_text(copies), elements / 1e6, us, s.kv_heads()),
+       {{"kernels", kernels}, {"elements_written", elements}, {"heads", s.heads}, {"heads_kv", s.kv_heads()}}});
+}
+
+// A mask applied after dense score GEMMs: the GEMMs compute every (row, key) pair, the mask then
+// throws away those outside it (math and the hand-written version; fused kernels skip the tiles).
+void masked_dense_findings(CaseSummary& c) {
+  if (!c.problem.causal && !c.problem.window.bounded()) return;
+  bool dense_gemm = false;
+  for (const KernelSummary& k : c.kernels) {
+    const std::string name = lower(k.name);
+    dense_gemm = dense_gemm || contains(name, "gemm") || contains(name, "nvjet");
+  }
+  if (!dense_gemm) return;
+  AttentionProblem dense = c.problem;
+  dense.causal = false;
+  dense.window = {};
+  const double exact = attention_flops(c.problem), computed = attention_flops(dense);
+  if (computed <= 0 || exact / computed > 0.9) return;
+  c.findings.push_back(
+      {"flops_outside_mask",
+       fmt::format("the score GEMMs are dense: {:.0f}% of the FLOPs they compute fall outside the {} mask and are "
+                   "masked away afterwards ({:.3g} of {:.3g} GFLOP kept)",
+                   100.0 * (1 - exact / computed), mask_label(c.problem), exact / 1e9, computed / 1e9),
+       {{"exact_flops", exact}, {"dense_flops", computed}}});
+}
+
 }  // namespace
 
 std::string shorten_name(const std::string& name) {
@@ -189,6 +236,8 @@ void add_findings(CaseSummary& c) {
   if (c.status != CaseStatus::ok) return;
   memory_findings(c);
   conversion_findings(c);
+  grouped_heads_findings(c);
+  masked_dense_findings(c);
   mask_findings(c);
   occupancy_findings(c);
   launch_findings(c);

@@ -11,6 +11,7 @@
 #include "core/utc_time.hpp"
 #include "core/version.hpp"
 #include "summary/findings.hpp"
+#include "summary/roofline.hpp"
 #include "trace/projection.hpp"
 
 namespace attnprof {
@@ -81,6 +82,7 @@ RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<Devi
   s.cupti_version = info.cupti_version;
   s.capture = capture;
   s.cases = summarize_program_cases(assignment.cases, batch);
+  place_on_roofline(s);
   return s;
 }
 

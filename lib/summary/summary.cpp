@@ -59,10 +59,16 @@ CaseSummary summarize_case(const CaseMeasurements& m, const trace::ActivityBatch
 
 namespace {
 
+// Dense MHA problems keep the fields summaries always had; grouped heads, bottom-right alignment
+// and windows add theirs only where they apply.
 nlohmann::json problem_json(const AttentionProblem& p) {
-  return {{"batch", p.shape.batch},   {"heads", p.shape.heads},         {"seq_q", p.shape.seq_q},
-          {"seq_kv", p.shape.seq_kv}, {"head_dim", p.shape.head_dim},   {"dtype", std::string(to_string(p.dtype))},
-          {"causal", p.causal},       {"bias", p.has_bias}};
+  nlohmann::json j = {{"batch", p.shape.batch},   {"heads", p.shape.heads},       {"seq_q", p.shape.seq_q},
+                      {"seq_kv", p.shape.seq_kv}, {"head_dim", p.shape.head_dim}, {"dtype", std::string(to_string(p.dtype))},
+                      {"causal", p.causal},       {"bias", p.has_bias}};
+  if (p.shape.kv_heads() != p.shape.heads) j["heads_kv"] = p.shape.kv_heads();
+  if (p.is_bottom_right()) j["alignment"] = "bottom_right";
+  if (p.window.bounded()) j["window"] = {p.window.left, p.window.right};
+  return j;
 }
 
 AttentionProblem problem_from_json(const nlohmann::json& j) {
@@ -77,6 +83,17 @@ AttentionProblem problem_from_json(const nlohmann::json& j) {
   p.dtype = *dtype;
   p.causal = j.at("causal").get<bool>();
   p.has_bias = j.value("bias", false);
+  p.shape.heads_kv = json_integer_or(j, "heads_kv", 0);
+  if (p.shape.heads_kv < 0 || (p.shape.heads_kv > 0 && p.shape.heads % p.shape.heads_kv != 0))
+    throw std::runtime_error("\"heads_kv\" must divide \"heads\", found " + std::to_string(p.shape.heads_kv));
+  const std::string alignment = j.value("alignment", "top_left");
+  if (alignment != "top_left" && alignment != "bottom_right")
+    throw std::runtime_error("unknown alignment " + nlohmann::json(alignment).dump());
+  p.alignment = alignment == "bottom_right" ? MaskAlignment::bottom_right : MaskAlignment::top_left;
+  if (const auto w = j.find("window"); w != j.end()) {
+    if (!w->is_array() || w->size() != 2) throw std::runtime_error("\"window\": expected [left, right]");
+    p.window = {json_integer<int>((*w)[0], "window"), json_integer<int>((*w)[1], "window")};
+  }
   return p;
 }
 
@@ -184,6 +201,15 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
   if (c.rows_verified > 0) j["verification"]["rows"] = c.rows_verified;
   j["timing"] = {{"iterations", c.iterations}, {"median_us", c.median_us}, {"p90_us", c.p90_us},
                  {"min_us", c.min_us},         {"tflops", c.tflops},       {"iteration_us", c.iteration_us}};
+  const RooflinePoint& r = c.roofline;
+  if (r.flops > 0) {
+    nlohmann::json roofline = {{"flops", r.flops},         {"min_bytes", r.min_bytes}, {"gbps", r.gbps},
+                               {"intensity", r.intensity}, {"bound", r.bound}};
+    put_optional(roofline, "compute_roof_percent", r.compute_percent);
+    put_optional(roofline, "bandwidth_roof_percent", r.bandwidth_percent);
+    put_optional(roofline, "roof_percent", r.roof_percent);
+    j["roofline"] = std::move(roofline);
+  }
   j["per_iter"] = {{"kernels", c.kernels_per_iter},
                    {"memcpy", c.memcpy_per_iter},
                    {"memcpy_bytes", c.memcpy_bytes_per_iter},
@@ -238,6 +264,17 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.min_us = t.value("min_us", 0.0);
   c.tflops = t.value("tflops", 0.0);
   c.iteration_us = t.value("iteration_us", std::vector<double>{});
+  if (const auto r = j.find("roofline"); r != j.end() && r->is_object()) {
+    c.roofline.flops = r->value("flops", 0.0);
+    c.roofline.min_bytes = r->value("min_bytes", 0.0);
+    c.roofline.tflops = c.tflops;
+    c.roofline.gbps = r->value("gbps", 0.0);
+    c.roofline.intensity = r->value("intensity", 0.0);
+    c.roofline.bound = r->value("bound", "");
+    c.roofline.compute_percent = get_optional<double>(*r, "compute_roof_percent");
+    c.roofline.bandwidth_percent = get_optional<double>(*r, "bandwidth_roof_percent");
+    c.roofline.roof_percent = get_optional<double>(*r, "roof_percent");
+  }
   const nlohmann::json& p = j.at("per_iter");
   c.kernels_per_iter = p.at("kernels").get<double>();
   c.memcpy_per_iter = p.at("memcpy").get<double>();
@@ -283,6 +320,11 @@ void to_json(nlohmann::json& j, const RunSummary& r) {
                    {"cupti", r.cupti_version},
                    {"cudnn", r.cudnn_version}};
   j["capture"] = r.capture;
+  if (r.roofs)
+    j["roofs"] = {{"tensor_tflops", r.roofs->tensor_tflops},
+                  {"fp32_tflops", r.roofs->fp32_tflops},
+                  {"gbps", r.roofs->gbps},
+                  {"source", r.roofs->source}};
   j["interrupted"] = r.interrupted;
   j["cases"] = r.cases;
 }
@@ -311,6 +353,9 @@ void from_json(const nlohmann::json& j, RunSummary& r) {
   r.cupti_version = versions.value("cupti", "");
   r.cudnn_version = versions.value("cudnn", "");
   r.capture = j.value("capture", nlohmann::json::object()).get<trace::CaptureHealth>();
+  if (const auto roofs = j.find("roofs"); roofs != j.end() && roofs->is_object())
+    r.roofs = Roofs{roofs->value("tensor_tflops", 0.0), roofs->value("fp32_tflops", 0.0), roofs->value("gbps", 0.0),
+                    roofs->value("source", "")};
   r.interrupted = j.value("interrupted", false);
   r.cases = j.at("cases").get<std::vector<CaseSummary>>();
 }

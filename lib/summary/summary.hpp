@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device_properties.hpp"
+#include "core/roofline.hpp"
 #include "core/types.hpp"
 #include "trace/model.hpp"
 
@@ -84,7 +85,8 @@ struct CaseSummary {
   double median_us = 0;
   double p90_us = 0;
   double min_us = 0;
-  double tflops = 0;  // attention_flops / median
+  double tflops = 0;  // attention_flops (exact) / median
+  RooflinePoint roofline;  // exact FLOPs, minimum bytes, GB/s, intensity; the roof fractions with the run's roofs
 
   // What the trace showed per timed iteration.
   double kernels_per_iter = 0;
@@ -118,6 +120,7 @@ struct RunSummary {
   std::string cuda_runtime_version;
   std::string cupti_version;
   std::string cudnn_version;
+  std::optional<Roofs> roofs;  // the device's compute and bandwidth roofs, when known
   trace::CaptureHealth capture;
   bool interrupted = false;
   std::vector<CaseSummary> cases;

@@ -17,6 +17,7 @@
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"
 #include "summary/provenance.hpp"
+#include "summary/roofline.hpp"
 #include "trace/annotate.hpp"
 #include "trace/annotation_cases.hpp"
 #include "trace/chrome_trace_reader.hpp"
@@ -207,6 +208,7 @@ class ReportBuilder {
     if (gpu_records_ == 0) report.notes.push_back("the trace holds no GPU activity (kernel, gpu_memcpy or gpu_memset events)");
     if (!tagged_.empty()) build_from_tags(doc, options, report);
     else build_from_annotations(doc, report);
+    place_on_roofline(report.summary);
     for (const std::string& note : converter_.notes()) report.notes.push_back(note);
     return report;
   }

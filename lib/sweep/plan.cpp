@@ -22,12 +22,13 @@ std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std:
   for (const std::string& backend : backends)
     for (const ShapeSpec& shape : config.shapes)
       for (DType dtype : config.dtypes)
-        for (bool causal : config.causal) {
+        for (CausalMode causal : config.causal) {
           PlannedCase c;
           c.backend = backend;
           c.problem.shape = shape.shape;
           c.problem.dtype = dtype;
-          c.problem.causal = causal;
+          set_causal_mode(c.problem, causal);
+          c.problem.window = shape.window;
           c.problem.has_bias = shape.bias;
           c.label = case_label(backend, c.problem);
           c.seed = case_seed(config.seed, c.problem);

@@ -127,10 +127,20 @@ const EditCase kEditCases[] = {
     {"dtypes_object", "/dtypes", "{}", "/dtypes", "found an empty object"},
     {"dtype_duplicate", "/dtypes", R"(["bf16", "bf16"])", "/dtypes/1", "duplicate of /dtypes/0"},
     // causal
-    {"causal_string", "/causal", R"("yes")", "/causal", R"(expected a non-empty array of booleans, found the string "yes")"},
+    {"causal_unknown_word", "/causal", R"("yes")", "/causal", R"(expected one of "top_left", "bottom_right", found "yes")"},
+    {"causal_misspelt_word", "/causal", R"(["bottom_rigth"])", "/causal/0", R"((did you mean "bottom_right"?))"},
     {"causal_empty", "/causal", "[]", "/causal", "found an empty array"},
-    {"causal_number_element", "/causal", "[true, 1]", "/causal/1", "expected true or false, found 1"},
+    {"causal_number_element", "/causal", "[true, 1]", "/causal/1", R"(expected false, true, "top_left" or "bottom_right", found 1)"},
     {"causal_duplicate", "/causal", "[false, false]", "/causal/1", "duplicate of /causal/0"},
+    {"causal_true_is_top_left", "/causal", R"([true, "top_left"])", "/causal/1", "duplicate of /causal/0"},
+    // heads_kv and window (grouped-query heads, sliding windows)
+    {"heads_kv_not_a_divisor", "/shapes/0/heads_kv", "5", "/shapes/0/heads_kv", "expected a divisor of heads (16): each K/V head serves the same number of query heads; found 5"},
+    {"heads_kv_above_heads", "/shapes/0/heads_kv", "32", "/shapes/0/heads_kv", "expected a divisor of heads (16)"},
+    {"heads_kv_zero", "/shapes/0/heads_kv", "0", "/shapes/0/heads_kv", "expected a positive integer, found 0"},
+    {"window_not_a_pair", "/shapes/0/window", "[4096]", "/shapes/0/window", "expected [left, right] (keys before and after the diagonal, -1 for no bound), found"},
+    {"window_below_minus_one", "/shapes/0/window", "[-2, 0]", "/shapes/0/window/0", "expected -1 (unbounded) or a number of keys from 0 to max(seq_q, seq_kv) = 1024, found -2"},
+    {"window_beyond_the_sequence", "/shapes/0/window", "[0, 5000]", "/shapes/0/window/1", "max(seq_q, seq_kv) = 1024, found 5000"},
+    {"window_not_integers", "/shapes/0/window", R"(["4096", 0])", "/shapes/0/window/0", R"(found the string "4096")"},
     // shapes
     {"shapes_missing", "/shapes", kRemove, "/shapes", "required key is missing; expected a non-empty array of shape objects"},
     {"shapes_empty", "/shapes", "[]", "/shapes", "found an empty array"},
@@ -186,7 +196,7 @@ const EditCase kEditCases[] = {
     {"expect_note_number", "/expect/0", expectation_with(R"("note": 5)"), "/expect/0/note", "expected a string, found 5"},
     {"expect_unknown_key", "/expect/0", expectation_with(R"("kernels_per_iteration": 1)"), "/expect/0/kernels_per_iteration", R"((did you mean "kernels_per_iter"?))"},
     {"expect_dtype_unknown", "/expect/0", expectation_with(R"("dtype": "fp8")"), "/expect/0/dtype", R"(found "fp8")"},
-    {"expect_causal_string", "/expect/0", expectation_with(R"("causal": "true")"), "/expect/0/causal", R"(expected true or false, found the string "true")"},
+    {"expect_causal_string", "/expect/0", expectation_with(R"("causal": "true")"), "/expect/0/causal", R"(expected one of "top_left", "bottom_right", found "true")"},
     {"expect_shape_not_object", "/expect/0", expectation_with(R"("shape": "4x16x1024x1024x64")"), "/expect/0/shape", "expected a shape object"},
     {"expect_shape_bias_unknown", "/expect/0", expectation_with(R"("shape": {"batch": 1, "heads": 1, "seq_q": 8, "head_dim": 8, "bias": true})"), "/expect/0/shape/bias", R"(unknown key "bias")"},
     {"expect_shape_head_dim_zero", "/expect/0", expectation_with(R"("shape": {"batch": 1, "heads": 1, "seq_q": 8, "head_dim": 0})"), "/expect/0/shape/head_dim", "expected a positive integer, found 0"},
@@ -334,7 +344,7 @@ TEST(ConfigParse, AppliesDefaults) {
   EXPECT_EQ(config.name, "");
   EXPECT_EQ(config.backends, std::vector<std::string>{"flash"});
   EXPECT_EQ(config.dtypes, std::vector<DType>{DType::bf16});
-  EXPECT_EQ(config.causal, std::vector<bool>{false});
+  EXPECT_EQ(config.causal, std::vector<CausalMode>{CausalMode::none});
   EXPECT_EQ(config.warmup, 3);
   EXPECT_EQ(config.iterations, 20);
   EXPECT_TRUE(config.verify);
@@ -366,7 +376,9 @@ TEST(ConfigParse, ExplicitSeqKvAndBias) {
 TEST(ConfigParse, SingleBooleanCausal) {
   json document = minimal_document();
   document["causal"] = true;
-  EXPECT_EQ(parse_json(document).causal, std::vector<bool>{true});
+  EXPECT_EQ(parse_json(document).causal, std::vector<CausalMode>{CausalMode::top_left});
+  document["causal"] = "bottom_right";
+  EXPECT_EQ(parse_json(document).causal, std::vector<CausalMode>{CausalMode::bottom_right});
 }
 
 TEST(ConfigParse, ReadsEveryField) {
@@ -374,9 +386,10 @@ TEST(ConfigParse, ReadsEveryField) {
     "name": "sweep",
     "backends": ["math", "manual:in_place", "cudnn"],
     "dtypes": ["fp16", "fp32"],
-    "causal": [true, false],
+    "causal": [true, false, "bottom_right"],
     "shapes": [{"batch": 1, "heads": 2, "seq_q": 3, "seq_kv": 5, "head_dim": 8},
-               {"batch": 1, "heads": 2, "seq_q": 3, "seq_kv": 5, "head_dim": 8, "bias": true}],
+               {"batch": 1, "heads": 2, "seq_q": 3, "seq_kv": 5, "head_dim": 8, "bias": true},
+               {"batch": 1, "heads": 2, "seq_q": 3, "seq_kv": 5, "head_dim": 8, "heads_kv": 1, "window": [2, -1]}],
     "warmup": 0, "iterations": 100000, "verify": false, "seed": 18446744073709551615,
     "metrics": ["occupancy", "tensor"],
     "expect": [],
@@ -385,9 +398,11 @@ TEST(ConfigParse, ReadsEveryField) {
   EXPECT_EQ(config.name, "sweep");
   EXPECT_EQ(config.backends, (std::vector<std::string>{"math", "manual:in_place", "cudnn"}));
   EXPECT_EQ(config.dtypes, (std::vector<DType>{DType::fp16, DType::fp32}));
-  EXPECT_EQ(config.causal, (std::vector<bool>{true, false}));
-  ASSERT_EQ(config.shapes.size(), 2u);  // same sizes, different bias: two distinct cases
+  EXPECT_EQ(config.causal, (std::vector<CausalMode>{CausalMode::top_left, CausalMode::none, CausalMode::bottom_right}));
+  ASSERT_EQ(config.shapes.size(), 3u);  // same sizes, different bias or heads or window: distinct cases
   EXPECT_TRUE(config.shapes[1].bias);
+  EXPECT_EQ(config.shapes[2].shape.kv_heads(), 1);
+  EXPECT_EQ(config.shapes[2].window, (AttentionWindow{2, -1}));
   EXPECT_EQ(config.warmup, 0);
   EXPECT_EQ(config.iterations, 100000);
   EXPECT_FALSE(config.verify);
@@ -419,7 +434,7 @@ TEST(ConfigParse, ReadsExpectations) {
   EXPECT_EQ(flash.backend, "flash");
   EXPECT_EQ(flash.pointer, "/expect/0");
   EXPECT_EQ(flash.dtype, DType::bf16);
-  EXPECT_EQ(flash.causal, true);
+  EXPECT_EQ(flash.causal, CausalMode::top_left);
   ASSERT_TRUE(flash.shape.has_value());
   EXPECT_EQ(*flash.shape, (AttentionShape{4, 16, 1024, 1024, 64}));
   EXPECT_EQ(flash.kernels_per_iter, 1.0);
@@ -553,6 +568,35 @@ TEST(ClosestMatch, Table) {
   for (const MatchCase& c : cases) {
     EXPECT_EQ(closest_match(c.word, c.candidates), c.expected) << c.word;
   }
+}
+
+}  // namespace
+}  // namespace attnprof
+
+namespace attnprof {
+namespace {
+
+TEST(ShapeOption, TheOneLineFormIsTheShapeOfAConfig) {
+  const nlohmann::json doc = shape_option_document("b=8,h=32,hkv=8,sq=1,skv=32768,d=128,causal=bottom_right,window=4096:0");
+  EXPECT_EQ(doc.at("shapes"), nlohmann::json::parse(R"([{"batch": 8, "heads": 32, "heads_kv": 8, "seq_q": 1,
+      "seq_kv": 32768, "head_dim": 128, "window": [4096, 0]}])"));
+  EXPECT_EQ(doc.at("causal"), "bottom_right");
+  EXPECT_EQ(shape_option_document("b=1,h=2,sq=3,d=64,causal=true,dtype=fp16").at("dtypes"), nlohmann::json({"fp16"}));
+}
+
+TEST(ShapeOption, WhatItCannotReadIsAConfigErrorNamingThePart) {
+  auto message = [](const char* text) {
+    try {
+      shape_option_document(text);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("b=8,hh=32").find("unknown key 'hh' (did you mean 'h'?)"), std::string::npos) << message("b=8,hh=32");
+  EXPECT_NE(message("b=eight").find("b=eight: expected an integer"), std::string::npos);
+  EXPECT_NE(message("window=4096").find("expected LEFT:RIGHT"), std::string::npos);
+  EXPECT_NE(message("b8").find("expected key=value"), std::string::npos);
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ TEST(Types, FlopsBytesAndLabels) {
   p.shape = {2, 16, 4096, 4096, 128};
   EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * 2 * 16 * 4096.0 * 4096 * 128);
   p.causal = true;
-  EXPECT_DOUBLE_EQ(attention_flops(p), 2.0 * 2 * 16 * 4096.0 * 4096 * 128);
+  // Exact: row i sees i + 1 keys, so 4096 * 4097 / 2 pairs per head (PyTorch's count halves 4096^2).
+  EXPECT_DOUBLE_EQ(attention_flops(p), 4.0 * 2 * 16 * 128 * (4096.0 * 4097 / 2));
   EXPECT_DOUBLE_EQ(attention_min_bytes(p), 4.0 * 2 * 16 * 4096 * 128 * 2);
   EXPECT_EQ(case_label("flash", p), "flash bf16 causal 2x16x4096x4096x128");
   p.has_bias = true;

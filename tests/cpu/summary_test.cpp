@@ -223,7 +223,7 @@ TEST(Expectations, FiltersNarrowWhichCasesAreJudged) {
   EXPECT_FALSE(expectation_applies(expect_for("manual:in_place"), c));
   EXPECT_FALSE(expectation_applies(expect_for("flash"), c));
   Expectation causal_only = expect_for("manual");
-  causal_only.causal = false;
+  causal_only.causal = CausalMode::none;
   EXPECT_FALSE(expectation_applies(causal_only, c));
   Expectation dtype = expect_for("manual");
   dtype.dtype = DType::fp16;

@@ -1,0 +1,81 @@
+#include "summary/roofline.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "summary/findings.hpp"
+
+namespace attnprof {
+namespace {
+
+void roofline_finding(CaseSummary& c, const Roofs& roofs) {
+  const RooflinePoint& r = c.roofline;
+  if (!r.roof_percent || r.bound.empty()) return;
+  const double compute = roofs.tflops_for(c.problem.dtype);
+  std::string message;
+  if (r.bound == "memory") {
+    message = fmt::format("memory-bound ({:.1f} FLOP/byte, below the ridge at {:.0f}): {:.0f} GB/s of the {:.0f} GB/s "
+                          "bandwidth roof ({:.0f}%), {:.0f} GB/s from it",
+                          r.intensity, compute * 1e3 / roofs.gbps, r.gbps, roofs.gbps, *r.bandwidth_percent,
+                          roofs.gbps - r.gbps);
+  } else {
+    message = fmt::format("compute-bound ({:.0f} FLOP/byte, above the ridge at {:.0f}): {:.0f} of the {:.0f} {} TFLOP/s "
+                          "compute roof ({:.0f}%), {:.0f} TFLOP/s from it",
+                          r.intensity, compute * 1e3 / roofs.gbps, r.tflops, compute,
+                          c.problem.dtype == DType::fp32 ? "fp32" : "tensor-core", *r.compute_percent, compute - r.tflops);
+  }
+  c.findings.push_back({"roofline",
+                        message,
+                        {{"bound", r.bound},
+                         {"intensity", r.intensity},
+                         {"tflops", r.tflops},
+                         {"gbps", r.gbps},
+                         {"compute_roof_tflops", compute},
+                         {"bandwidth_roof_gbps", roofs.gbps},
+                         {"roof_percent", *r.roof_percent}}});
+}
+
+// The dominant kernel's grid against the SMs: fewer blocks than SMs leaves SMs idle for the whole
+// kernel; a last partial wave leaves them idle at its end.
+void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
+  const KernelSummary* k = c.dominant_kernel();
+  if (k == nullptr || device.sm_count <= 0 || !k->occupancy_valid || k->active_blocks_per_sm <= 0) return;
+  const double blocks = static_cast<double>(k->grid[0]) * k->grid[1] * k->grid[2];
+  if (blocks <= 0) return;
+  const double per_wave = static_cast<double>(device.sm_count) * k->active_blocks_per_sm;
+  const double waves = blocks / per_wave;
+  std::string message;
+  if (blocks < device.sm_count) {
+    message = fmt::format("{}: {:.0f} blocks on {} SMs: one partial wave, {:.0f} SMs idle for the whole kernel",
+                          shorten_name(k->name), blocks, device.sm_count, device.sm_count - blocks);
+  } else if (waves > 1 && waves < 4 && waves - std::floor(waves) > 0 && waves - std::floor(waves) <= 0.5) {
+    message = fmt::format("{}: {:.0f} blocks in {:.2f} waves of {:.0f} ({} SMs x {} blocks): the last wave keeps {:.0f}% "
+                          "of the slots busy",
+                          shorten_name(k->name), blocks, waves, per_wave, device.sm_count, k->active_blocks_per_sm,
+                          100.0 * (waves - std::floor(waves)));
+  } else {
+    return;
+  }
+  c.findings.push_back({"idle_sms",
+                        message,
+                        {{"kernel", k->name},
+                         {"blocks", blocks},
+                         {"sm_count", device.sm_count},
+                         {"blocks_per_sm", k->active_blocks_per_sm},
+                         {"waves", waves}}});
+}
+
+}  // namespace
+
+void place_on_roofline(RunSummary& summary) {
+  if (!summary.roofs) summary.roofs = roofs_from_device(summary.device);
+  for (CaseSummary& c : summary.cases) {
+    c.roofline = roofline_point(c.problem, c.median_us, summary.roofs);
+    if (c.status != CaseStatus::ok) continue;
+    if (summary.roofs) roofline_finding(c, *summary.roofs);
+    idle_sm_finding(c, summary.device);
+  }
+}
+
+}  // namespace attnprof
