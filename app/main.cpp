@@ -21,6 +21,7 @@
 #include "commands/run.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
+#include "trace/trace_format.hpp"
 
 namespace {
 
@@ -54,6 +55,13 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--out,-o", run.out_dir, "output directory (default: traces/<config>-<UTC time>)");
   run_cmd->add_option("--backends,-b", run.backends, "backends to run instead of the config's (e.g. flash,manual:in_place)")
       ->delimiter(',');
+  run_cmd->add_option("--shape", run.shape,
+                      "one shape instead of the config's, e.g. b=8,h=32,hkv=8,sq=1,skv=32768,d=128 (keys: b h hkv sq skv "
+                      "d causal=false|true|top_left|bottom_right window=LEFT:RIGHT dtype bias)");
+  run_cmd->add_option("--trace-format", run.trace_format, "json or json.gz (gzip written while streaming); overrides the config")
+      ->check(CLI::IsMember(trace::kTraceFormatNames));
+  run_cmd->add_option("--html", run.html_path, "also write a self-contained HTML report with plots here");
+  run_cmd->add_flag("--wide", run.wide, "the table with every detail column (wider than 120 columns)");
   run_cmd->add_option("--format,-f", run.format, "summary format on stdout: table, md, csv or json")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
   run_cmd->add_option("--metrics", run.metrics,
@@ -98,6 +106,9 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--time-tolerance", check.time_tolerance_percent,
                         "also fail when a case's median time grows by more than this percent")
       ->check(CLI::Range(0.0, 1e6));
+  check_cmd->add_option("--throughput-tolerance", check.throughput_tolerance_percent,
+                        "also fail when a case's TFLOP/s (GB/s when memory-bound) drops by more than this percent")
+      ->check(CLI::Range(0.0, 100.0));
   check_cmd->add_flag("--expectations", check.expectations, "also fail on surprises (guesses the trace contradicts)");
   check_cmd->add_flag("--update", check.update, "rewrite the baseline with the summary (atomically) and exit 0");
   check_cmd->add_option("--format,-f", check.format, "report format: table, md or json")
@@ -109,10 +120,14 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--format,-f", report.format, "table, md, csv or json")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
   report_cmd->add_option("--out,-o", report.summary_out, "also write the rebuilt summary.json here");
+  report_cmd->add_option("--html", report.html_path, "also write a self-contained HTML report with plots here");
+  report_cmd->add_flag("--wide", report.wide, "the table with every detail column (wider than 120 columns)");
 
   ProfileRequest profile;
   CLI::App* profile_cmd = app.add_subcommand("profile", "profile any CUDA program (PyTorch included) through CUPTI injection");
   profile_cmd->add_option("--out,-o", profile.out_dir, "output directory (default: traces/profile-<UTC time>)");
+  profile_cmd->add_option("--trace-format", profile.trace_format, "json or json.gz: how each process writes its trace")
+      ->check(CLI::IsMember(trace::kTraceFormatNames));
   profile_cmd->add_option("--format,-f", profile.format, "table, md, csv or json")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
   profile_cmd->add_option("command", profile.command, "the program and its arguments, after --");
@@ -128,6 +143,9 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("--summary", merge.summary_path,
                         "merged summary path (default: beside the trace: summary.json for trace.json, else "
                         "<name>-summary.json)");
+  merge_cmd->add_option("--trace-format", merge.trace_format,
+                        "json or json.gz (default: gzip when --out ends in .gz)")
+      ->check(CLI::IsMember(trace::kTraceFormatNames));
   merge_cmd->add_option("--format,-f", merge.format, "summary format on stdout: table, md, csv or json")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
   merge_cmd->footer(

@@ -54,6 +54,7 @@ class CaseComparer {
     count("memset_per_iter", base_.memset_per_iter, cur_.memset_per_iter);
     kernels();
     timing();
+    throughput();
     if (options_.expectations)
       for (const Surprise& s : cur_.surprises)
         add("surprise " + s.field, s.expected, s.observed + " (" + s.expectation + ")", DifferenceKind::regression, true);
@@ -104,6 +105,21 @@ class CaseComparer {
     const bool slower = change > 0;
     add("median time", fmt::format("{:.1f} us", base_.median_us),
         fmt::format("{:.1f} us ({:+.1f}%, tolerance {:.1f}%)", cur_.median_us, change, *options_.time_tolerance_percent),
+        slower ? DifferenceKind::regression : DifferenceKind::improvement, slower);
+  }
+
+  void throughput() {
+    if (!options_.throughput_tolerance_percent) return;
+    const bool memory_bound = cur_.roofline.bound == "memory";
+    const double was = memory_bound ? base_.roofline.gbps : base_.tflops;
+    const double now = memory_bound ? cur_.roofline.gbps : cur_.tflops;
+    if (was <= 0 || now <= 0) return;
+    const double change = 100.0 * (now - was) / was;
+    if (std::abs(change) <= *options_.throughput_tolerance_percent) return;
+    const bool slower = change < 0;
+    const char* unit = memory_bound ? "GB/s" : "TFLOP/s";
+    add(memory_bound ? "GB/s" : "TFLOP/s", fmt::format("{:.1f} {}", was, unit),
+        fmt::format("{:.1f} {} ({:+.1f}%, tolerance {:.1f}%)", now, unit, change, *options_.throughput_tolerance_percent),
         slower ? DifferenceKind::regression : DifferenceKind::improvement, slower);
   }
 

@@ -13,6 +13,8 @@ namespace attnprof {
 
 struct CheckOptions {
   std::optional<double> time_tolerance_percent;  // compare median times only when set
+  // Compare achieved throughput when set: TFLOP/s, or GB/s for a memory-bound case (the roofline).
+  std::optional<double> throughput_tolerance_percent;
   bool expectations = false;                     // fail on surprises in the summary
 };
 

@@ -30,6 +30,7 @@ int check_command(const CheckRequest& r) {
   }
   CheckOptions options;
   options.time_tolerance_percent = r.time_tolerance_percent;
+  options.throughput_tolerance_percent = r.throughput_tolerance_percent;
   options.expectations = r.expectations;
   const CheckReport report = compare_summaries(baseline, current, options);
   std::cout << (r.format == "json" ? render_check_json(report) : render_check_table(report, r.format == "md"));

@@ -11,6 +11,7 @@ struct CheckRequest {
   std::string summary_path;
   std::string junit_path;
   std::optional<double> time_tolerance_percent;
+  std::optional<double> throughput_tolerance_percent;
   bool expectations = false;
   bool update = false;
   std::string format = "table";

@@ -34,14 +34,16 @@ nlohmann::json describe_input(const trace::MergedInput& in, const Provenance& pr
 }  // namespace
 
 std::filesystem::path merged_summary_path(const std::filesystem::path& trace) {
-  const std::string name = trace.filename().string();
+  std::string name = trace.filename().string();
+  if (name.size() > 8 && name.ends_with(".json.gz")) name.resize(name.size() - 3);
+  const std::filesystem::path plain = trace.parent_path() / name;
   if (name.rfind("trace", 0) == 0 && name.size() > 5 && (name[5] == '.' || name[5] == '-'))
     return trace.parent_path() / ("summary" + name.substr(5));
-  return trace.parent_path() / (trace.stem().string() + "-summary.json");
+  return trace.parent_path() / (plain.stem().string() + "-summary.json");
 }
 
 ProfileMerge merge_process_traces(const std::vector<std::filesystem::path>& given, const std::filesystem::path& out,
-                                  const std::optional<std::filesystem::path>& summary_out) {
+                                  const std::optional<std::filesystem::path>& summary_out, trace::TraceFormat format) {
   ProfileMerge result;
   result.trace = out;
   result.summary = summary_out.value_or(merged_summary_path(out));
@@ -89,7 +91,9 @@ ProfileMerge merge_process_traces(const std::vector<std::filesystem::path>& give
     provenance.summary = result.combined;
     return nlohmann::json(provenance);
   };
-  result.merge = trace::merge_traces(inputs, out, {}, provenance_of_merge);
+  trace::MergeOptions options;
+  options.write.format = format;
+  result.merge = trace::merge_traces(inputs, out, options, provenance_of_merge);
   write_json_atomically(result.summary.string(), nlohmann::json(result.combined));
   return result;
 }
@@ -101,8 +105,11 @@ int merge_command(const MergeRequest& r) {
   if (!r.summary_path.empty()) summary_out = r.summary_path;
   ProfileMerge merged;
   try {
+    const trace::TraceFormat format =
+        r.trace_format.empty() ? (r.out_path.ends_with(".gz") ? trace::TraceFormat::json_gz : trace::TraceFormat::json)
+                               : trace::parse_trace_format(r.trace_format).value_or(trace::TraceFormat::json);
     merged = merge_process_traces(std::vector<std::filesystem::path>(r.inputs.begin(), r.inputs.end()), r.out_path,
-                                  summary_out);
+                                  summary_out, format);
   } catch (const trace::TraceFormatError& e) {
     std::cerr << "attnprof merge: " << e.what() << "\n";
     return kExitUsage;

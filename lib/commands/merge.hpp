@@ -16,13 +16,14 @@ struct MergeRequest {
   std::vector<std::string> inputs;
   std::string out_path;
   std::string summary_path;  // default: beside the merged trace
+  std::string trace_format;  // empty: json.gz when out_path ends in .gz, else json
   std::string format = "table";
 };
 
 int merge_command(const MergeRequest& request);
 
 // The summary path written beside a merged trace: summary.json for trace.json, summary-X.json
-// for trace-X.json, otherwise <stem>-summary.json.
+// for trace-X.json, otherwise <stem>-summary.json (a .json.gz trace counts as its .json name).
 std::filesystem::path merged_summary_path(const std::filesystem::path& trace);
 
 struct ProfileMerge {
@@ -36,6 +37,7 @@ struct ProfileMerge {
 // Reads the inputs' heads, merges the traces into `out` with the combined summary in its
 // provenance, and writes that summary beside it (or to `summary_out`).
 ProfileMerge merge_process_traces(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& out,
-                                  const std::optional<std::filesystem::path>& summary_out = std::nullopt);
+                                  const std::optional<std::filesystem::path>& summary_out = std::nullopt,
+                                  trace::TraceFormat format = trace::TraceFormat::json);
 
 }  // namespace attnprof

@@ -48,7 +48,9 @@ std::vector<std::string> child_environment(const ProfileLaunch& launch, std::FIL
   bool user_nvtx = false;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
-    if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 || entry.rfind("ATTNPROF_PROFILE_DIR=", 0) == 0) continue;
+    if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 || entry.rfind("ATTNPROF_PROFILE_DIR=", 0) == 0 ||
+        entry.rfind("ATTNPROF_TRACE_FORMAT=", 0) == 0)
+      continue;
     if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0) user_nvtx = true;
     env.push_back(entry);
   }
@@ -58,6 +60,7 @@ std::vector<std::string> child_environment(const ProfileLaunch& launch, std::FIL
   if (!user_nvtx) env.push_back("NVTX_INJECTION64_PATH=" + inject);
   else say(progress, "NVTX_INJECTION64_PATH is already set; NVTX ranges go where it says, not to attnprof");
   env.push_back("ATTNPROF_PROFILE_DIR=" + launch.out_dir.string());
+  env.push_back("ATTNPROF_TRACE_FORMAT=" + std::string(trace::to_string(launch.trace_format)));
   return env;
 }
 
@@ -139,7 +142,9 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
     p.pid = output->pid;
     p.rank = output->rank;
     p.summary = entry.path();
-    p.trace = launch.out_dir / ("trace" + name.substr(std::string("summary").size()));
+    const std::string trace_name = trace::process_output_name("trace", output->pid, output->rank);
+    p.trace = launch.out_dir / trace_name;
+    if (!std::filesystem::exists(p.trace)) p.trace = launch.out_dir / (trace_name + ".gz");
     if (std::filesystem::exists(p.trace)) outcome.processes.push_back(p);
   }
   std::sort(outcome.idle.begin(), outcome.idle.end(),
@@ -153,7 +158,8 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
 
   if (outcome.processes.size() == 1) {
     ProfiledProcess& p = outcome.processes.front();
-    const std::filesystem::path trace = launch.out_dir / "trace.json";
+    const std::filesystem::path trace =
+        launch.out_dir / (p.trace.extension() == ".gz" ? "trace.json.gz" : "trace.json");
     const std::filesystem::path summary = launch.out_dir / "summary.json";
     std::filesystem::rename(p.trace, trace);
     std::filesystem::rename(p.summary, summary);
@@ -188,6 +194,7 @@ int profile_command(const ProfileRequest& r) {
   if (launch.command.empty())
     throw UsageError("profile: no command to run; usage: attnprof profile [--out DIR] -- <command> [args...]");
   launch.inject_library = find_inject_library();
+  launch.trace_format = trace::parse_trace_format(r.trace_format).value_or(trace::TraceFormat::json);
   const ProfileOutcome outcome = profile_program(launch);
 
   if (outcome.signal) std::cerr << fmt::format("attnprof profile: the command was ended by signal {}\n", *outcome.signal);

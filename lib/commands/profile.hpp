@@ -13,11 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "trace/trace_format.hpp"
+
 namespace attnprof {
 
 // The command line of `attnprof profile`.
 struct ProfileRequest {
   std::string out_dir;              // empty: traces/profile-<UTC time>
+  std::string trace_format = "json";
   std::string format = "table";
   std::vector<std::string> command;
 };
@@ -28,6 +31,7 @@ struct ProfileLaunch {
   std::vector<std::string> command;      // program and arguments; the program is looked up in PATH
   std::filesystem::path out_dir;         // created if missing; per-process outputs land here
   std::filesystem::path inject_library;  // libattnprof_inject.so (absolute after launch)
+  trace::TraceFormat trace_format = trace::TraceFormat::json;  // how each process writes its trace
   std::FILE* progress = stderr;          // one line per notable step; nullptr for none
 };
 

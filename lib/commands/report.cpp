@@ -9,6 +9,7 @@
 
 #include "backends/backend.hpp"
 #include "core/errors.hpp"
+#include "html/html_report.hpp"
 #include "summary/render.hpp"
 #include "summary/trace_report.hpp"
 #include "trace/json_pull_parser.hpp"
@@ -28,7 +29,11 @@ int report_command(const ReportRequest& r) {
     return kExitUsage;
   }
   for (const std::string& note : report.notes) std::cerr << "attnprof report: note: " << note << "\n";
-  std::cout << render_summary(report.summary, *format);
+  std::cout << render_summary(report.summary, *format, {.wide = r.wide});
+  if (!r.html_path.empty()) {
+    write_text_atomically(r.html_path, render_html_report(report.summary));
+    std::cerr << fmt::format("attnprof report: wrote {}\n", r.html_path);
+  }
   if (!r.summary_out.empty()) {
     write_json_atomically(r.summary_out, nlohmann::json(report.summary));
     std::cerr << fmt::format("attnprof report: {} ({} events, {}) -> {}\n", r.trace_path, report.events, report.origin,

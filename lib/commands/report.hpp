@@ -9,6 +9,8 @@ struct ReportRequest {
   std::string trace_path;
   std::string format = "table";
   std::string summary_out;  // also write the rebuilt summary.json here
+  std::string html_path;    // also write the HTML report here
+  bool wide = false;
 };
 
 int report_command(const ReportRequest& request);

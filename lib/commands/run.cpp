@@ -16,6 +16,7 @@
 #include "core/errors.hpp"
 #include "core/utc_time.hpp"
 #include "gpu/device_info.hpp"
+#include "html/html_report.hpp"
 #include "summary/provenance.hpp"
 #include "summary/render.hpp"
 #include "summary/roofline.hpp"
@@ -28,13 +29,21 @@ namespace {
 
 constexpr const char* kEmbeddedSource = "<embedded configs/default.json>";
 
+// The config, or with --shape the config's settings around that one shape (its causal word and
+// dtype, when given, replace the config's).
 Config load_run_config(const RunRequest& r) {
   const std::vector<std::string> known = accepted_backend_names();
   Config config = r.config_path.empty() ? parse_config(embedded_default_config(), kEmbeddedSource, known)
                                         : load_config_file(r.config_path, known);
+  if (!r.shape.empty()) {
+    nlohmann::json document = config.document;
+    document.update(shape_option_document(r.shape));
+    config = parse_config(document.dump(), fmt::format("--shape {} (settings from {})", r.shape, config.source), known);
+  }
   if (r.iterations) config.iterations = *r.iterations;
   if (r.warmup) config.warmup = *r.warmup;
   if (!r.metrics.empty()) config.metrics = r.metrics;
+  if (!r.trace_format.empty()) config.trace_format = *trace::parse_trace_format(r.trace_format);
   return config;
 }
 
@@ -70,6 +79,7 @@ std::filesystem::path self_executable() {
 std::vector<std::string> worker_command(const RunRequest& r, const DeviceShare& share) {
   std::vector<std::string> argv = {self_executable().string(), "run"};
   if (!r.config_path.empty()) argv.insert(argv.end(), {"--config", r.config_path});
+  if (!r.shape.empty()) argv.insert(argv.end(), {"--shape", r.shape});
   if (!r.backends.empty()) argv.insert(argv.end(), {"--backends", fmt::format("{}", fmt::join(r.backends, ","))});
   if (!r.metrics.empty()) argv.insert(argv.end(), {"--metrics", fmt::format("{}", fmt::join(r.metrics, ","))});
   if (r.iterations) argv.insert(argv.end(), {"--iterations", std::to_string(*r.iterations)});
@@ -78,6 +88,7 @@ std::vector<std::string> worker_command(const RunRequest& r, const DeviceShare& 
                            std::to_string(r.max_buffers), "--device", std::to_string(share.device), "--out",
                            share.out_dir.string(), "--worker-cases", fmt::format("{}", fmt::join(share.cases, ","))});
   if (r.quiet) argv.push_back("--quiet");
+  argv.insert(argv.end(), {"--trace-format", "json"});  // the parent merges them into the format asked for
   return argv;
 }
 
@@ -106,10 +117,15 @@ std::string progress_result(const CaseSummary& c) {
   return text;
 }
 
-void print_outputs(const RunSummary& summary, OutputFormat format, const std::filesystem::path& trace,
-                   const std::filesystem::path& summary_path) {
-  std::cout << render_summary(summary, format);
-  std::cerr << fmt::format("wrote {} (open in ui.perfetto.dev) and {}\n", trace.string(), summary_path.string());
+void print_outputs(const RunRequest& r, const RunSummary& summary, OutputFormat format,
+                   const std::filesystem::path& trace, const std::filesystem::path& summary_path) {
+  std::cout << render_summary(summary, format, {.wide = r.wide});
+  std::string also;
+  if (!r.html_path.empty()) {
+    write_text_atomically(r.html_path, render_html_report(summary));
+    also = fmt::format(" and the report {}", r.html_path);
+  }
+  std::cerr << fmt::format("wrote {} (open in ui.perfetto.dev), {}{}\n", trace.string(), summary_path.string(), also);
 }
 
 }  // namespace
@@ -128,13 +144,13 @@ RunOutcome run_sweep(const RunOptions& o) {
   Sweep sweep(std::move(settings));
 
   RunOutcome outcome;
-  outcome.trace_path = o.out_dir / "trace.json";
+  outcome.trace_path = o.out_dir / trace::trace_file_name("trace", o.trace_format);
   outcome.summary_path = o.out_dir / "summary.json";
   RunSummary& summary = outcome.summary;
   summary = sweep.new_summary();
   const std::string process = o.worker ? fmt::format("attnprof run (pid {}, GPU {})", getpid(), o.device)
                                        : fmt::format("attnprof run (pid {})", getpid());
-  trace::ChromeTraceWriter writer(outcome.trace_path, sweep.trace_header(process));
+  trace::ChromeTraceWriter writer(outcome.trace_path, sweep.trace_header(process), {o.trace_format});
   for (const PlannedCase& c : cases) writer.add_case({c.label, c.backend});
 
   std::FILE* notes = o.progress != nullptr ? o.progress : stderr;
@@ -201,6 +217,7 @@ int run_command(const RunRequest& r, const std::atomic<bool>* interrupted) {
   options.collector.buffer_bytes = r.buffer_bytes;
   options.collector.max_buffers = r.max_buffers;
   options.metrics = config.metrics;
+  options.trace_format = config.trace_format;
   options.progress = r.quiet ? nullptr : stderr;
   options.interrupted = interrupted;
 
@@ -220,15 +237,16 @@ int run_command(const RunRequest& r, const std::atomic<bool>* interrupted) {
     sharded.out_dir = options.out_dir;
     sharded.worker_command = [&](const DeviceShare& share) { return worker_command(r, share); };
     sharded.progress = r.quiet ? nullptr : stderr;
+    sharded.trace_format = config.trace_format;
     const DeviceRunOutcome outcome = run_on_devices(sharded);
     for (const std::string& note : outcome.notes) std::cerr << "attnprof run: note: " << note << "\n";
-    print_outputs(outcome.summary, format, outcome.trace_path, outcome.summary_path);
+    print_outputs(r, outcome.summary, format, outcome.trace_path, outcome.summary_path);
     return outcome.exit_code;
   }
 
   options.device = devices.front();
   const RunOutcome outcome = run_sweep(options);
-  print_outputs(outcome.summary, format, outcome.trace_path, outcome.summary_path);
+  print_outputs(r, outcome.summary, format, outcome.trace_path, outcome.summary_path);
   return outcome.exit_code;
 }
 

@@ -13,15 +13,20 @@
 #include "collector/collector_options.hpp"
 #include "config/config.hpp"
 #include "summary/summary.hpp"
+#include "trace/trace_format.hpp"
 
 namespace attnprof {
 
 // The command line of `attnprof run`.
 struct RunRequest {
   std::string config_path;         // empty: the embedded configs/default.json
+  std::string shape;               // --shape: one shape (config's one-line form) instead of the config's
   std::string out_dir;             // empty: traces/<config>-<UTC time>
   std::vector<std::string> backends;
   std::string format = "table";
+  bool wide = false;
+  std::string trace_format;        // empty: the config's
+  std::string html_path;           // also write the HTML report here
   std::vector<std::string> metrics;
   std::optional<int> device;       // --device N: one GPU
   std::string devices;             // --devices all|0,1,...: the cases shared out, one worker process per GPU
@@ -51,6 +56,7 @@ struct RunOptions {
   bool worker = false;
   CollectorOptions collector;
   std::vector<std::string> metrics;   // range-profiler metric groups ("occupancy", ...)
+  trace::TraceFormat trace_format = trace::TraceFormat::json;
   std::FILE* progress = stderr;       // progress lines; nullptr for none
   const std::atomic<bool>* interrupted = nullptr;
 };

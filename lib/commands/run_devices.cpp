@@ -74,7 +74,7 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
   if (o.devices.size() > ChildSignalForwarding::kMaxChildren)
     throw UsageError(fmt::format("run: at most {} devices", ChildSignalForwarding::kMaxChildren));
   DeviceRunOutcome outcome;
-  outcome.trace_path = o.out_dir / "trace.json";
+  outcome.trace_path = o.out_dir / trace::trace_file_name("trace", o.trace_format);
   outcome.summary_path = o.out_dir / "summary.json";
   std::filesystem::create_directories(o.out_dir);
 
@@ -140,6 +140,7 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
   // One trace: each worker's GPU keeps pid = its ordinal (one worker per GPU), each worker's
   // host process its own pid; every case keeps its index in the sweep.
   trace::MergeOptions merge;
+  merge.write.format = o.trace_format;
   for (const PlannedCase& c : o.cases) merge.shared_cases.push_back({c.label, c.backend});
   nlohmann::json described = nlohmann::json::array();
   for (const DeviceWorker& w : outcome.workers)

@@ -21,6 +21,7 @@
 #include "sweep/plan.hpp"
 #include "process/child_processes.hpp"
 #include "summary/summary.hpp"
+#include "trace/trace_format.hpp"
 
 namespace attnprof {
 
@@ -39,6 +40,7 @@ struct DeviceRunOptions {
   // --worker-cases ...`). Workers inherit the environment and the terminal.
   std::function<std::vector<std::string>(const DeviceShare&)> worker_command;
   std::FILE* progress = stderr;     // nullptr for quiet
+  trace::TraceFormat trace_format = trace::TraceFormat::json;  // of the merged trace (workers write json)
 };
 
 struct DeviceWorker {

@@ -288,7 +288,23 @@ std::string charts_section(const RunSummary& s, const HtmlReportOptions& options
 
 }  // namespace
 
-std::string render_html_report(const RunSummary& summary, const HtmlReportOptions& options) {
+// The roofs the page draws: the caller's, else the summary's (for the dtype the first case that
+// ran computes in; the tensor-core roof for mixed runs).
+std::optional<DeviceRoofs> roofs_to_draw(const RunSummary& s, const HtmlReportOptions& options) {
+  if (options.roofs) return options.roofs;
+  if (!s.roofs) return std::nullopt;
+  DType dtype = DType::bf16;
+  for (const CaseSummary& c : s.cases)
+    if (c.status == CaseStatus::ok) {
+      dtype = c.problem.dtype;
+      break;
+    }
+  return DeviceRoofs{s.roofs->tflops_for(dtype), s.roofs->gbps, s.roofs->source};
+}
+
+std::string render_html_report(const RunSummary& summary, const HtmlReportOptions& given) {
+  HtmlReportOptions options = given;
+  options.roofs = roofs_to_draw(summary, given);
   const std::string title =
       options.title.empty() ? fmt::format("attnprof report: {} on {}", config_text(summary), device_text(summary)) : options.title;
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";

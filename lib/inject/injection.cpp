@@ -34,6 +34,7 @@
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/trace_files.hpp"
+#include "trace/trace_format.hpp"
 
 namespace attnprof {
 namespace {
@@ -152,9 +153,14 @@ void flush_outputs(const char* why) {
 
     RunSummary summary = summarize_program(batch, devices, info, capture, notes);
     for (CaseSummary& c : summary.cases) c.device = summary.device.id;  // the device its work is judged on
-    const std::filesystem::path trace_path = s->out_dir / trace::process_output_name("trace", info.pid, info.rank);
+    // `attnprof profile --trace-format` says how the trace is stored (json.gz: gzip while writing).
+    const char* format_name = std::getenv("ATTNPROF_TRACE_FORMAT");
+    const trace::TraceFormat format =
+        trace::parse_trace_format(format_name != nullptr ? format_name : "json").value_or(trace::TraceFormat::json);
+    std::filesystem::path trace_path = s->out_dir / trace::process_output_name("trace", info.pid, info.rank);
+    if (format == trace::TraceFormat::json_gz) trace_path += ".gz";
     const std::filesystem::path summary_path = s->out_dir / trace::process_output_name("summary", info.pid, info.rank);
-    trace::ChromeTraceWriter writer(trace_path, program_trace_header(batch, devices, info));
+    trace::ChromeTraceWriter writer(trace_path, program_trace_header(batch, devices, info), {format});
     for (const CaseSummary& c : summary.cases) writer.add_case({c.label, c.backend});
     writer.write(batch);
     writer.finish(nlohmann::json(program_provenance(summary, info, notes)));
