@@ -85,6 +85,33 @@ int backends_command(const BackendsRequest& o) {
     std::cout << fmt::format("{:<20} dtypes: {}; head dims (of those probed): {}; causal: {}; bias: {}\n", "",
                              dtypes.empty() ? "none" : fmt::format("{}", fmt::join(dtypes, " ")),
                              dim_list.empty() ? "none" : dim_list, causal ? "yes" : "no", bias ? "yes" : "no");
+    // The workloads of LLM attention, each probed on a bf16 d128 problem (seq_q != seq_kv).
+    struct Workload {
+      const char* name;
+      void (*shape)(AttentionProblem&);
+    };
+    const Workload workloads[] = {
+        {"grouped K/V heads (GQA 32/8)", [](AttentionProblem& p) { p.shape.heads_kv = 8; }},
+        {"one K/V head (MQA)", [](AttentionProblem& p) { p.shape.heads_kv = 1; }},
+        {"bottom-right causal", [](AttentionProblem& p) { set_causal_mode(p, CausalMode::bottom_right); }},
+        {"sliding window", [](AttentionProblem& p) {
+           set_causal_mode(p, CausalMode::top_left);
+           p.window = {64, 0};
+         }},
+    };
+    std::vector<std::string> runs, rejected;
+    for (const Workload& w : workloads) {
+      AttentionProblem p;
+      p.shape = {1, 32, 96, 160, 128};
+      w.shape(p);
+      if (auto why = backend->check_problem(p)) {
+        rejected.push_back(fmt::format("{}: {}", w.name, *why));
+        reasons.insert(*why);
+      } else {
+        runs.push_back(w.name);
+      }
+    }
+    std::cout << fmt::format("{:<20} workloads: {}\n", "", runs.empty() ? "dense MHA only" : fmt::format("{}", fmt::join(runs, ", ")));
     for (const std::string& why : reasons) std::cout << fmt::format("{:<20} rejects: {}\n", "", why);
     std::cout << "\n";
   }

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""PyTorch's SDPA with enable_gqa at the shapes of configs/perf_gqa.json, timed as attnprof times
+(CUDA events around each call, median of N after warm-up), and the join with attnprof's summary:
+per backend and shape, both medians and the ratio. TFLOP/s are compared through the medians (the
+same FLOPs on both sides), so the FLOP convention does not matter.
+
+Usage: torch_gqa_bench.py [--compare SUMMARY.json]   (prints JSON lines, then the table)"""
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+SHAPES = [(1, 32, 8, 8192, 128), (4, 32, 8, 2048, 128), (1, 32, 32, 8192, 128), (4, 32, 32, 2048, 128)]
+BACKENDS = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+def time_us(fn, warmup, iters):
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    stops = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        starts[i].record()
+        fn()
+        stops[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, stops))
+
+
+def label(b, h, hkv, s, d):
+    heads = f"{h}/{hkv}" if hkv != h else f"{h}"
+    return f"{b}x{heads}x{s}x{s}x{d}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--backends", default="efficient,flash,cudnn")
+    parser.add_argument("--compare", help="attnprof summary.json of configs/perf_gqa.json")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    rows = {}
+    for b, h, hkv, s, d in SHAPES:
+        q = torch.rand(b, h, s, d, device="cuda", dtype=torch.bfloat16) * 2 - 1
+        k, v = (torch.rand(b, hkv, s, d, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(2))
+        for name in args.backends.split(","):
+            def fn(backend=BACKENDS[name]):
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hkv != h)
+            key = (name, label(b, h, hkv, s, d))
+            try:
+                rows[key] = time_us(fn, args.warmup, args.iters)
+                print(json.dumps({"backend": name, "shape": key[1], "median_us": round(rows[key], 2)}), flush=True)
+            except RuntimeError as e:
+                print(json.dumps({"backend": name, "shape": key[1], "error": str(e).splitlines()[0][:200]}), flush=True)
+        torch.cuda.empty_cache()
+    if not args.compare:
+        return
+    print("| backend | shape (causal) | attnprof us | attnprof TFLOP/s | PyTorch us | speed-up over PyTorch |")
+    print("|---|---|---:|---:|---:|---:|")
+    for c in json.load(open(args.compare))["cases"]:
+        p = c["problem"]
+        shape = label(p["batch"], p["heads"], p.get("heads_kv", p["heads"]), p["seq_q"], p["head_dim"])
+        ours = c["timing"]["median_us"] if c["status"] == "ok" else None
+        theirs = rows.get((c["backend"], shape))
+        ratio = f"{theirs / ours:.2f}x" if ours and theirs else "-"
+        print(f'| {c["backend"]} | {shape} | {ours or "-"} | {c["timing"]["tflops"]:.0f} | '
+              f'{round(theirs, 1) if theirs else "-"} | {ratio} |')
+
+
+if __name__ == "__main__":
+    main()
