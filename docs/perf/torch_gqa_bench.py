@@ -7,30 +7,16 @@ same FLOPs on both sides), so the FLOP convention does not matter.
 Usage: torch_gqa_bench.py [--compare SUMMARY.json]   (prints JSON lines, then the table)"""
 import argparse
 import json
-import statistics
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_sdpa_bench import BACKENDS, time_us  # noqa: E402  (one way of timing for both)
 
 SHAPES = [(1, 32, 8, 8192, 128), (4, 32, 8, 2048, 128), (1, 32, 32, 8192, 128), (4, 32, 32, 2048, 128)]
-BACKENDS = {"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-            "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
-
-
-def time_us(fn, warmup, iters):
-    for _ in range(warmup):
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    stops = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        starts[i].record()
-        fn()
-        stops[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, stops))
-
-
 def label(b, h, hkv, s, d):
     heads = f"{h}/{hkv}" if hkv != h else f"{h}"
     return f"{b}x{heads}x{s}x{s}x{d}"
@@ -50,7 +36,7 @@ def main():
         k, v = (torch.rand(b, hkv, s, d, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(2))
         for name in args.backends.split(","):
             def fn(backend=BACKENDS[name]):
-                with sdpa_kernel(backend):
+                with torch.nn.attention.sdpa_kernel(backend):
                     return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hkv != h)
             key = (name, label(b, h, hkv, s, d))
             try:
