@@ -17,10 +17,10 @@
 #include "core/utc_time.hpp"
 #include "gpu/device_info.hpp"
 #include "html/html_report.hpp"
+#include "runner/sweep.hpp"
 #include "summary/provenance.hpp"
 #include "summary/render.hpp"
 #include "summary/roofline.hpp"
-#include "runner/sweep.hpp"
 #include "sweep/plan.hpp"
 #include "trace/chrome_trace_writer.hpp"
 

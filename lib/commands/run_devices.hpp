@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "sweep/plan.hpp"
 #include "process/child_processes.hpp"
 #include "summary/summary.hpp"
+#include "sweep/plan.hpp"
 #include "trace/trace_format.hpp"
 
 namespace attnprof {

@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "summary/surprises.hpp"
 #include "config/config.hpp"
 #include "core/version.hpp"
 #include "summary/case_accumulator.hpp"
@@ -18,6 +17,7 @@
 #include "summary/program_summary.hpp"
 #include "summary/provenance.hpp"
 #include "summary/roofline.hpp"
+#include "summary/surprises.hpp"
 #include "trace/annotate.hpp"
 #include "trace/annotation_cases.hpp"
 #include "trace/chrome_trace_reader.hpp"

@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "summary/surprises.hpp"
 #include "config/config.hpp"
 #include "core/device_properties.hpp"
 #include "summary/case_accumulator.hpp"
 #include "summary/findings.hpp"
+#include "summary/surprises.hpp"
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 

@@ -2,10 +2,10 @@
 // surprises; JSON round trip; rendering.
 #include <gtest/gtest.h>
 
-#include "summary/surprises.hpp"
 #include "summary/findings.hpp"
 #include "summary/render.hpp"
 #include "summary/summary.hpp"
+#include "summary/surprises.hpp"
 
 namespace attnprof {
 namespace {

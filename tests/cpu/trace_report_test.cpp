@@ -9,11 +9,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "summary/surprises.hpp"
-#include "core/occupancy.hpp"
 #include "config/config.hpp"
+#include "core/occupancy.hpp"
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"
+#include "summary/surprises.hpp"
 #include "summary/trace_report.hpp"
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"

@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.hpp"
-#include "core/errors.hpp"
 #include "commands/run.hpp"
+#include "core/errors.hpp"
 
 namespace attnprof {
 namespace {

@@ -15,13 +15,13 @@
 #include "backends/backend.hpp"
 #include "collector/activity_collector.hpp"
 #include "collector/cupti_check.hpp"
-#include "metrics/kernel_metrics.hpp"
-#include "metrics/range_profiler.hpp"
+#include "commands/run.hpp"
 #include "config/config.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
 #include "gpu/device_memory.hpp"
-#include "commands/run.hpp"
+#include "metrics/kernel_metrics.hpp"
+#include "metrics/range_profiler.hpp"
 
 namespace attnprof {
 namespace testing {

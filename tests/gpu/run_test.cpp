@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.hpp"
-#include "config/config.hpp"
 #include "commands/run.hpp"
+#include "config/config.hpp"
 
 namespace attnprof {
 namespace {

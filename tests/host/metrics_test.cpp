@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "metrics/kernel_metrics.hpp"
 #include "collector/sweep_tags.hpp"
 #include "core/errors.hpp"
+#include "metrics/kernel_metrics.hpp"
 #include "summary/render.hpp"
 #include "summary/summary.hpp"
 

@@ -14,14 +14,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.hpp"
+#include "commands/merge.hpp"
 #include "commands/run_devices.hpp"
-#include "sweep/plan.hpp"
+#include "core/errors.hpp"
 #include "summary/findings.hpp"
 #include "summary/kernel_category.hpp"
-#include "commands/merge.hpp"
 #include "summary/render.hpp"
 #include "summary/trace_report.hpp"
+#include "sweep/plan.hpp"
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/trace_files.hpp"

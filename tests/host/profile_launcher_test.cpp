@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.hpp"
 #include "commands/profile.hpp"
+#include "core/errors.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {
