@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/cudnn.hpp"
 #include "backends/cudnn_graph.hpp"
 #include "backends/cudnn_info.hpp"
 #include "backends/cudnn_sdpa_graph.hpp"
@@ -64,16 +64,20 @@ std::vector<SdpaGraphVariant> variants_to_try(const AttentionProblem& problem, s
   return variants;
 }
 
+// Everything the graph depends on (the scale is bound at execution).
 struct PlanKey {
-  int batch, heads, seq_q, seq_kv, head_dim;
+  int batch, heads, heads_kv, seq_q, seq_kv, head_dim;
   DType dtype;
   bool causal;
+  MaskAlignment alignment;
+  int window_left, window_right;
   auto operator<=>(const PlanKey&) const = default;
 };
 
 PlanKey key_of(const AttentionProblem& p) {
   const AttentionShape& s = p.shape;
-  return {s.batch, s.heads, s.seq_q, s.seq_kv, s.head_dim, p.dtype, p.causal};
+  return {s.batch, s.heads,  s.kv_heads(), s.seq_q,       s.seq_kv,       s.head_dim,
+          p.dtype, p.causal, p.alignment,  p.window.left, p.window.right};
 }
 
 // Everything one finalized plan needs, kept together so descriptors outlive the plan that refers to them.
@@ -83,9 +87,9 @@ struct CudnnPlan {
   ExecutionPlan execution;
   DeviceBuffer workspace;
   std::vector<std::int64_t> uids;
-  // By-value scalars: the variant pack points at these host floats.
+  // By-value scalars: the variant pack points at these host values.
   float scale = 0.f;
-  float negative_infinity = -std::numeric_limits<float>::infinity();
+  std::vector<ByValueScalar> constants;  // the mask's; never resized once the plan is built
   // The variant pack of the last pointers run() saw (a sweep reuses one buffer set per case).
   BackendDescriptor variant_pack;
   AttentionBuffers bound{};
@@ -103,6 +107,8 @@ bool same_pointers(const AttentionBuffers& a, const AttentionBuffers& b) {
 
 class CudnnBackend final : public AttentionBackend {
  public:
+  explicit CudnnBackend(const CudnnBackendOptions& options) : check_band_surface_(options.check_band_surface) {}
+
   ~CudnnBackend() override {
     // At process exit the CUDA runtime may already be gone; destroying plans and the handle then
     // can crash inside the driver, so leave them to the OS (PyTorch leaks its handles for the same reason).
@@ -127,26 +133,7 @@ class CudnnBackend final : public AttentionBackend {
   }
 
   Unsupported check_problem(const AttentionProblem& problem) const override {
-    if (problem.dtype == DType::fp32)
-      return std::string("fp32 is not supported: cuDNN's fused attention takes fp16/bf16 Q, K, V, O only");
-    if (problem.has_bias) return std::string("bias not wired for cudnn");
-    // Not wired into this backend's graphs yet (the native SDPA_FWD op takes no diagonal bounds
-    // before cuDNN 9.21; the composite graph would need GQA-strided K/V and a band mask).
-    if (problem.has_grouped_heads())
-      return fmt::format(
-          "grouped K/V heads (heads {}, heads_kv {}) are not wired for cudnn yet; use flash or efficient",
-          problem.shape.heads, problem.shape.kv_heads());
-    if (problem.window.bounded())
-      return fmt::format("sliding windows ([{}, {}]) are not wired for cudnn yet; use flash or efficient",
-                         problem.window.left, problem.window.right);
-    if (problem.causal && problem.is_bottom_right() && problem.shape.seq_q != problem.shape.seq_kv)
-      return std::string("bottom-right causal alignment is not wired for cudnn yet (its graphs build top-left "
-                         "causal); use flash or efficient");
-    const int d = problem.shape.head_dim;
-    if (d % 8 != 0)
-      return fmt::format("head_dim {} is not a multiple of 8 (cuDNN fused attention needs d % 8 == 0)", d);
-    if (d > 256) return fmt::format("head_dim {} is above 256, the largest cuDNN fused attention supports", d);
-    return std::nullopt;
+    return sdpa_unsupported(problem, cudnn_runtime_version_number(), check_band_surface_);
   }
 
   void prepare(const AttentionProblem& problem, cudaStream_t stream) override {
@@ -169,7 +156,7 @@ class CudnnBackend final : public AttentionBackend {
     if (plan.variant_pack.get() == nullptr || !same_pointers(plan.bound, buffers)) {
       std::vector<void*> pointers = {const_cast<void*>(buffers.q), const_cast<void*>(buffers.k),
                                      const_cast<void*>(buffers.v), buffers.o, &plan.scale};
-      if (plan.uids.size() > pointers.size()) pointers.push_back(&plan.negative_infinity);
+      for (ByValueScalar& constant : plan.constants) pointers.push_back(constant.data());
       plan.variant_pack = make_variant_pack(plan.uids, pointers, plan.workspace.get());
       plan.bound = buffers;
     }
@@ -196,9 +183,9 @@ class CudnnBackend final : public AttentionBackend {
     for (std::size_t i = 0; i < variants.size(); ++i) {
       const SdpaGraphVariant& variant = variants[i];
       auto plan = std::make_unique<CudnnPlan>();
-      plan->graph_name = describe(variant, problem.causal);
+      plan->graph_name = describe(variant, problem);
       try {
-        add_sdpa_forward(plan->graph, problem, variant);
+        plan->constants = add_sdpa_forward(plan->graph, problem, variant);
         plan->graph.build(handle_->get());
         PlanSearchOptions search;
         search.first_config = diagnostics().first_config;
@@ -215,7 +202,8 @@ class CudnnBackend final : public AttentionBackend {
         continue;
       }
       plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
-      plan->uids = sdpa_bound_uids(problem, variant);
+      plan->uids = {sdpa_uid::q, sdpa_uid::k, sdpa_uid::v, sdpa_uid::o, sdpa_uid::scale};
+      for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i > 0)
         std::fprintf(stderr, "attnprof: cudnn %s: using the %s; tried before:\n%s", label.c_str(),
@@ -253,7 +241,7 @@ class CudnnBackend final : public AttentionBackend {
     noted = true;
     std::fprintf(stderr,
                  "attnprof: cudnn: the loaded cuDNN %s predates 9.13.1 and has no SDPA_FWD operation; "
-                 "non-causal cases use the composite pattern graph too\n",
+                 "cases without a mask use the composite pattern graph too\n",
                  format_cudnn_version(version).c_str());
   }
 
@@ -261,10 +249,15 @@ class CudnnBackend final : public AttentionBackend {
   std::map<PlanKey, std::unique_ptr<CudnnPlan>> plans_;
   cudaStream_t bound_stream_ = nullptr;
   bool stream_bound_ = false;
+  bool check_band_surface_ = true;
 };
 
 }  // namespace
 
-std::unique_ptr<AttentionBackend> make_cudnn_backend() { return std::make_unique<CudnnBackend>(); }
+std::unique_ptr<AttentionBackend> make_cudnn_backend() { return std::make_unique<CudnnBackend>(CudnnBackendOptions{}); }
+
+std::unique_ptr<AttentionBackend> make_cudnn_backend(const CudnnBackendOptions& options) {
+  return std::make_unique<CudnnBackend>(options);
+}
 
 }  // namespace attnprof

@@ -1,35 +1,73 @@
-// The two cuDNN graphs of attention forward over [batch, heads, seq, head_dim] tensors:
+// The two cuDNN graphs of attention forward, Q and O [batch, heads, seq_q, head_dim], K and V
+// [batch, heads_kv, seq_kv, head_dim] (query head h reads K/V head h / (heads / heads_kv)):
 // - native: cuDNN 9.13.1+'s single SDPA_FWD operation (Q, K, V, O, by-value scale; no stats);
-//   it has no causal attribute before 9.21, so it serves non-causal problems only;
+//   it takes no mask before 9.21, so it serves problems without one;
 // - composite: the "flash fused attention fprop" pattern of matmul, pointwise and reduction
-//   operations that cuDNN 9 fuses into one kernel; used for causal, and for non-causal where
-//   the native operation is missing or rejected.
+//   operations that cuDNN 9 fuses into one kernel; used for every mask (causal, bottom-right,
+//   windows), and where the native operation is missing or rejected.
+// What each cuDNN version takes (sdpa_unsupported) follows cudnn-frontend's SDPA support surface
+// (include/cudnn_frontend/node/sdpa_support_surface.h and its history), the checks cuDNN's own
+// front end makes before it hands these graphs to the library.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/backend.hpp"
 #include "backends/cudnn_graph.hpp"
 #include "core/types.hpp"
 
 namespace attnprof {
 
+// The problem's mask as cuDNN's fused attention describes it (cudnn-frontend's diagonal band):
+// query row i keeps key j when
+//   j <= i + shift + right_bound   (when right_bound is set; causal is right_bound 0)
+//   j >  i + shift - left_bound    (when left_bound is set: FlashAttention's window left + 1)
+// with shift = seq_kv - seq_q when bottom_right, else 0. Built from mask_bounds(), so it keeps
+// exactly the keys visible_keys() names. A bound that masks no key of the problem is dropped,
+// and a square bottom-right band is the top-left one.
+struct SdpaBand {
+  std::optional<int> right_bound;
+  std::optional<int> left_bound;
+  bool bottom_right = false;
+  int shift = 0;
+
+  bool masked() const { return right_bound.has_value() || left_bound.has_value(); }
+  bool keeps(int row, int key) const {
+    const long diagonal = static_cast<long>(row) + shift;
+    return (!right_bound || key <= diagonal + *right_bound) && (!left_bound || key > diagonal - *left_bound);
+  }
+};
+
+SdpaBand sdpa_band(const AttentionProblem& problem);
+
+// Why the cuDNN of version `cudnn_version` (cudnnGetVersion(), e.g. 91400) cannot run the
+// problem through these graphs, naming the version that would be needed where one would do;
+// nullopt when it can (the fusion engine may still decline at plan time).
+// `check_band_surface` false lets through the bands cudnn-frontend refuses for every version
+// (seq_q > seq_kv with a bottom-right or left-bounded band, rows that see no key), for a probe
+// of what the library itself does with them; the backend always checks them.
+Unsupported sdpa_unsupported(const AttentionProblem& problem, std::size_t cudnn_version,
+                             bool check_band_surface = true);
+
 enum class SdpaGraphKind { native_op, composite };
 
 struct SdpaGraphVariant {
   SdpaGraphKind kind = SdpaGraphKind::composite;
-  // Math precision of the two GEN_INDEX operations of the causal mask (composite only). cuDNN-frontend
-  // used INT32 up to 1.1x and lets it default to the graph's FLOAT compute type since; both are tried.
+  // Math precision of the GEN_INDEX operations of the mask (composite only). cuDNN-frontend used
+  // INT32 up to 1.1x and lets it default to the graph's FLOAT compute type since; both are tried.
   cudnnDataType_t gen_index_compute = CUDNN_DATA_INT32;
 };
 
-// "native SDPA_FWD op" / "composite pattern graph (causal mask, GEN_INDEX math int32)".
-std::string describe(const SdpaGraphVariant& variant, bool causal);
+// "native SDPA_FWD op" / "composite pattern graph (bottom-right band [left 18, right 0], GEN_INDEX math int32)".
+std::string describe(const SdpaGraphVariant& variant, const AttentionProblem& problem);
 
-// Unique ids of the tensors bound at execution; intermediates use ids from 100 on.
+// Unique ids of the tensors bound at execution; by-value constants of the mask use ids from
+// 10 on, intermediates from 100 on.
 namespace sdpa_uid {
-inline constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, scale = 5, negative_infinity = 6;
+inline constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, scale = 5, first_constant = 10;
 }
 
 // The first cuDNN release with CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR usable for fp16/bf16
@@ -39,10 +77,20 @@ inline constexpr std::size_t kNativeSdpaMinVersion = 91301;
 // The variants worth trying for a problem on a library, best first.
 std::vector<SdpaGraphVariant> sdpa_graph_variants(const AttentionProblem& problem, std::size_t cudnn_version);
 
-// Adds the variant's tensors and finalized operations to `graph` (which is not yet built).
-void add_sdpa_forward(OperationGraphBuilder& graph, const AttentionProblem& problem, const SdpaGraphVariant& variant);
+// A by-value scalar of the graph (the mask's -inf, diagonal shifts and window bounds): the
+// variant pack points at its host value at execution.
+struct ByValueScalar {
+  std::int64_t uid = 0;
+  cudnnDataType_t data_type = CUDNN_DATA_FLOAT;  // CUDNN_DATA_FLOAT or CUDNN_DATA_INT32
+  float as_float = 0.f;
+  std::int32_t as_int32 = 0;
 
-// Ids of the graph's tensors the variant pack binds: q, k, v, o, scale[, -inf].
-std::vector<std::int64_t> sdpa_bound_uids(const AttentionProblem& problem, const SdpaGraphVariant& variant);
+  void* data() { return data_type == CUDNN_DATA_INT32 ? static_cast<void*>(&as_int32) : static_cast<void*>(&as_float); }
+};
+
+// Adds the variant's tensors and finalized operations to `graph` (which is not yet built).
+// Returns the by-value constants it reads besides q, k, v, o and scale, to bind at execution.
+std::vector<ByValueScalar> add_sdpa_forward(OperationGraphBuilder& graph, const AttentionProblem& problem,
+                                            const SdpaGraphVariant& variant);
 
 }  // namespace attnprof
