@@ -23,7 +23,7 @@ const std::vector<BackendInfo>& backend_registry() {
        make_efficient_backend},
       {"flash", "FlashAttention-2-style fused kernel: mma.sync, cp.async, online softmax in registers, GQA, windows",
        make_flash_backend},
-      {"cudnn", "cuDNN fused SDPA through the graph API, per-shape plan cache", make_cudnn_backend},
+      {"cudnn", "cuDNN fused SDPA through the graph API, per-shape plan cache, GQA, windows, bottom-right causal", make_cudnn_backend},
   };
   return registry;
 }
