@@ -200,12 +200,17 @@ std::string cases_table(const RunSummary& s, const HumanStyle& style) {
     any_communication = any_communication || communication_kernels_per_iter(c) > 0;
   }
   const bool wide = !style.narrow();
-  std::vector<Column> columns = {{"case", false, Shrink::middle, 32}, {"status", false}};
+  std::vector<Column> columns = {{"case", false, Shrink::middle, 28}, {"status", false}};
   if (several_devices) columns.push_back({"GPU", true});
   if (wide) columns.push_back({"rel.err", true});
   columns.push_back({"median", true});
   if (wide) columns.push_back({"p90", true});
-  columns.insert(columns.end(), {{"TFLOP/s", true}, {"kernels/it", true}});
+  columns.push_back({"TFLOP/s", true});
+  if (wide) columns.insert(columns.end(), {{"GB/s", true}, {"FLOP/B", true}, {"bound", false}});
+  bool any_roof = false;
+  for (const CaseSummary& c : s.cases) any_roof = any_roof || c.roofline.roof_percent.has_value();
+  if (any_roof) columns.push_back({"roof", true});
+  columns.push_back({"kernels/it", true});
   if (any_communication) columns.push_back({"nccl/it", true});
   columns.insert(columns.end(), {{"memcpy/it", true}, {"memset/it", true}});
   if (wide) columns.push_back({"plan cold/warm", true});
@@ -219,6 +224,14 @@ std::string cases_table(const RunSummary& s, const HumanStyle& style) {
     row.push_back(ran ? format_microseconds(c.median_us) : "");
     if (wide) row.push_back(ran ? format_microseconds(c.p90_us) : "");
     row.push_back(ran ? fmt::format("{:.1f}", c.tflops) : "");
+    const RooflinePoint& r = c.roofline;
+    if (wide) {
+      row.push_back(ran && r.gbps > 0 ? fmt::format("{:.0f}", r.gbps) : "");
+      row.push_back(r.intensity > 0 ? fmt::format("{:.0f}", r.intensity) : "");
+      row.push_back(r.bound);
+    }
+    // Of the roof that bounds the case at its intensity (compute, or bandwidth x intensity).
+    if (any_roof) row.push_back(ran && r.roof_percent ? fmt::format("{:.0f}%", *r.roof_percent) : "");
     row.push_back(ran ? format_count(c.kernels_per_iter) : "");
     if (any_communication) row.push_back(ran ? format_count(communication_kernels_per_iter(c)) : "");
     row.push_back(ran ? count_and_bytes(c.memcpy_per_iter, c.memcpy_bytes_per_iter) : "");
@@ -344,7 +357,9 @@ std::string render_csv(const RunSummary& s) {
       "case,backend,dtype,causal,batch,heads,seq_q,seq_kv,head_dim,status,reason,verified,relative_error,"
       "median_us,p90_us,tflops,kernels_per_iter,memcpy_per_iter,memcpy_bytes_per_iter,memset_per_iter,"
       "plan_cold_ms,plan_warm_ms,dominant_kernel,registers,block,grid,shared_bytes,theoretical_occupancy,"
-      "occupancy_limiter,launch_api,findings,surprises,device,communication_kernels_per_iter\n";
+      "occupancy_limiter,launch_api,findings,surprises,device,communication_kernels_per_iter,"
+      "heads_kv,causal_alignment,window_left,window_right,flops,min_bytes,gbps,intensity,bound,compute_roof_percent,"
+      "bandwidth_roof_percent,roof_percent\n";
   for (const CaseSummary& c : s.cases) {
     const KernelSummary* k = c.dominant_kernel();
     const AttentionShape& sh = c.problem.shape;
@@ -361,7 +376,14 @@ std::string render_csv(const RunSummary& s) {
         k ? format_dims(k->grid) : "", k ? std::to_string(k->shared_bytes) : "",
         k ? fmt::format("{:.2f}", k->theoretical_occupancy_percent) : "", k ? k->occupancy_limiter : "",
         k ? k->launch_api : "", std::to_string(c.findings.size()), std::to_string(c.surprises.size()),
-        std::to_string(c.device), fmt::format("{:.3g}", communication_kernels_per_iter(c))};
+        std::to_string(c.device), fmt::format("{:.3g}", communication_kernels_per_iter(c)),
+        std::to_string(sh.kv_heads()), c.problem.is_bottom_right() ? "bottom_right" : "top_left",
+        std::to_string(c.problem.window.left), std::to_string(c.problem.window.right),
+        fmt::format("{:.6g}", c.roofline.flops), fmt::format("{:.6g}", c.roofline.min_bytes),
+        fmt::format("{:.2f}", c.roofline.gbps), fmt::format("{:.2f}", c.roofline.intensity), c.roofline.bound,
+        c.roofline.compute_percent ? fmt::format("{:.2f}", *c.roofline.compute_percent) : "",
+        c.roofline.bandwidth_percent ? fmt::format("{:.2f}", *c.roofline.bandwidth_percent) : "",
+        c.roofline.roof_percent ? fmt::format("{:.2f}", *c.roofline.roof_percent) : ""};
     for (std::size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) out += ',';
       out += csv_cell(cells[i]);

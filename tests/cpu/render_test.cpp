@@ -34,6 +34,21 @@ TEST(RenderTable, EveryLineOfTheSampleTableFits120Columns) {
   EXPECT_NE(table.find("flash_fwd_kernel"), std::string::npos) << table;
 }
 
+// A summary placed under the GPU's roofs (the golden report of the sample trace) adds the roof
+// column, and still fits; the wide table and the CSV carry GB/s, intensity and the bound.
+TEST(RenderTable, TheRoofColumnFitsAndTheWideTableNamesTheBound) {
+  const RunSummary s = load_summary(std::string(ATTNPROF_GOLDEN_DIR) + "/reports/sample_trace.summary.json");
+  ASSERT_TRUE(s.roofs.has_value());
+  const std::string table = render_summary(s, OutputFormat::table);
+  expect_fits(table);
+  EXPECT_NE(table.find(" roof"), std::string::npos) << table;
+  const std::string wide = render_summary(s, OutputFormat::table, {.wide = true});
+  EXPECT_NE(wide.find("FLOP/B"), std::string::npos);
+  EXPECT_NE(wide.find("memory"), std::string::npos) << wide;  // 256-token cases sit under the bandwidth roof
+  const std::string csv = render_summary(s, OutputFormat::csv);
+  EXPECT_NE(csv.find(",gbps,intensity,bound,"), std::string::npos);
+}
+
 TEST(RenderTable, WideDetailsMoveToWideAndMarkdown) {
   const RunSummary s = sample_summary();
   const std::string table = render_summary(s, OutputFormat::table);
