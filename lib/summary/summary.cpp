@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/document_file.hpp"
 #include "core/errors.hpp"
 #include "core/json_numbers.hpp"
 #include "summary/case_accumulator.hpp"
@@ -386,11 +387,10 @@ int run_exit_code(const RunSummary& summary, bool outputs_complete) {
 }
 
 RunSummary load_summary(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  const std::string text = read_file_text(path);  // plain or gzip; a DocumentReadError names the file
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
     return j.get<RunSummary>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("{} is not a valid attnprof summary: {}", path, e.what()));

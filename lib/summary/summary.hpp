@@ -176,7 +176,7 @@ RunSummary combine_summaries(const std::vector<LabelledSummary>& parts);
 // otherwise. `outputs_complete` false: a process of the run ended without writing its outputs.
 int run_exit_code(const RunSummary& summary, bool outputs_complete = true);
 
-// Reads a summary.json; throws std::runtime_error naming the file and the problem.
+// Reads a summary.json (or a gzip-compressed one); throws std::runtime_error naming the file and the problem.
 RunSummary load_summary(const std::string& path);
 // Writes JSON to `<path>.tmp` and renames it over `path`.
 void write_json_atomically(const std::string& path, const nlohmann::json& document);

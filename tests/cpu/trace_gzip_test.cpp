@@ -485,3 +485,22 @@ TEST(GzipTraceWriter, TheTraceTakesItsNameOnlyWhenFinished) {
 
 }  // namespace
 }  // namespace attnprof
+
+namespace attnprof {
+namespace {
+
+// `attnprof check` reads a gzip-compressed summary as it reads a plain one.
+TEST(GzipSummary, LoadSummaryReadsGzip) {
+  const RunSummary s = load_summary(std::string(ATTNPROF_SOURCE_DIR) + "/traces/samples/sample_summary.json");
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "attnprof_summary_test.json.gz";
+  {
+    DocumentWriter out(path, Compression::gzip);
+    out.write(nlohmann::json(s).dump());
+    out.close();
+  }
+  EXPECT_EQ(nlohmann::json(load_summary(path.string())), nlohmann::json(s));
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace attnprof
