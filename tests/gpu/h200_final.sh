@@ -16,5 +16,10 @@ echo "=== recordings ($(date +%T))"
 "$A" run --config configs/ci.json --out "$W/ci" --quiet > "$W/ci.txt" 2>&1; echo "ci rc=$?"
 "$A" check --baseline "$W/h200.json" "$W/ci/summary.json" --update > /dev/null; echo "baseline rc=$?"
 "$A" check --baseline "$W/h200.json" "$W/ci/summary.json" --expectations > "$W/check.txt"; echo "check rc=$?"
+echo "=== profile: a process that initialises CUDA and launches nothing is listed, not a case"
+"$A" profile --out "$W/profile" -- python3 -c "import subprocess, sys, torch
+subprocess.run([sys.executable, '-c', 'import torch; torch.zeros(1).pin_memory(); print(torch.cuda.device_count())'])
+x = torch.ones(1024, device='cuda') * 2; torch.cuda.synchronize()" > "$W/profile.txt" 2> "$W/profile.err"
+echo "profile rc=$?"; grep -E "initialised CUDA|pid |sm_" "$W/profile.err" "$W/profile.txt" | head -8
 rm -f "$W"/ci/trace.json "$W"/logs/default/trace.json
 (cd "$OUT" && tar czf final.tgz final && ls -la final.tgz)
