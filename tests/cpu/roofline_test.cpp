@@ -1,0 +1,181 @@
+// The device's roofs, each case under them, the findings only the device explains (bound and
+// gap, idle SMs), the findings of grouped heads and dense masked GEMMs, `check`'s throughput
+// gate, and the host memory a case may take.
+#include <gtest/gtest.h>
+
+#include "check/check.hpp"
+#include "core/host_memory.hpp"
+#include "core/roofline.hpp"
+#include "summary/findings.hpp"
+#include "summary/roofline.hpp"
+
+namespace attnprof {
+namespace {
+
+DeviceProperties h200() {
+  DeviceProperties d = sm90_reference_properties();
+  d.clock_rate_khz = 1980000;
+  d.memory_clock_rate_khz = 3201000;
+  d.memory_bus_width_bits = 6016;
+  return d;
+}
+
+const Finding* finding(const CaseSummary& c, const std::string& kind) {
+  for (const Finding& f : c.findings)
+    if (f.kind == kind) return &f;
+  return nullptr;
+}
+
+TEST(Roofs, FromTheDevicesSmsClocksAndBus) {
+  const std::optional<Roofs> r = roofs_from_device(h200());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NEAR(r->tensor_tflops, 132 * 1.98e9 * 4096 / 1e12, 1e-9);  // 1070.5
+  EXPECT_NEAR(r->fp32_tflops, 132 * 1.98e9 * 256 / 1e12, 1e-9);
+  EXPECT_NEAR(r->gbps, 2 * 3.201e9 * 6016 / 8 / 1e9, 1e-9);  // 4814
+  EXPECT_NE(r->source.find("132 SMs"), std::string::npos) << r->source;
+  DeviceProperties unknown = h200();
+  unknown.compute_major = 12;  // an architecture the table does not know: no roofs, not wrong ones
+  EXPECT_FALSE(roofs_from_device(unknown).has_value());
+  DeviceProperties no_clock = h200();
+  no_clock.clock_rate_khz = 0;
+  EXPECT_FALSE(roofs_from_device(no_clock).has_value());
+}
+
+TEST(Roofs, ACaseIsBoundByTheLowerRoofAtItsIntensity) {
+  const Roofs roofs = *roofs_from_device(h200());
+  AttentionProblem prefill;  // 1x32/8x8192x8192x128 causal: ~6500 FLOP/byte, far above the ridge
+  prefill.shape = {1, 32, 8192, 8192, 128, 8};
+  prefill.causal = true;
+  const RooflinePoint p = roofline_point(prefill, 1622.5, roofs);
+  EXPECT_EQ(p.bound, "compute");
+  EXPECT_NEAR(p.tflops, attention_flops(prefill) / 1622.5e-6 / 1e12, 1e-9);
+  EXPECT_NEAR(*p.compute_percent, 100 * p.tflops / roofs.tensor_tflops, 1e-9);
+  EXPECT_DOUBLE_EQ(*p.roof_percent, *p.compute_percent);
+  AttentionProblem decode;  // one query token against 32k cached keys: ~1 FLOP/byte
+  decode.shape = {8, 32, 1, 32768, 128, 8};
+  const RooflinePoint q = roofline_point(decode, 300.0, roofs);
+  EXPECT_EQ(q.bound, "memory");
+  EXPECT_NEAR(q.gbps, attention_min_bytes(decode) / 300e-6 / 1e9, 1e-9);
+  EXPECT_NEAR(*q.roof_percent, *q.bandwidth_percent, 1e-9);  // under the bandwidth roof, the same share
+}
+
+RunSummary one_case_summary(CaseSummary c) {
+  RunSummary s;
+  s.device = h200();
+  s.cases = {std::move(c)};
+  return s;
+}
+
+CaseSummary ran(const AttentionProblem& p, double median_us) {
+  CaseSummary c;
+  c.label = case_label("flash", p);
+  c.backend = "flash";
+  c.problem = p;
+  c.median_us = median_us;
+  c.iterations = 3;
+  return c;
+}
+
+TEST(Roofline, PlacesEveryCaseAndSaysWhichRoofAndHowFar) {
+  AttentionProblem p;
+  p.shape = {1, 32, 8192, 8192, 128, 8};
+  p.causal = true;
+  RunSummary s = one_case_summary(ran(p, 1622.5));
+  place_on_roofline(s);
+  ASSERT_TRUE(s.roofs.has_value());
+  const Finding* f = finding(s.cases[0], "roofline");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("compute-bound"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("TFLOP/s from it"), std::string::npos) << f->message;
+  EXPECT_TRUE(s.cases[0].roofline.roof_percent.has_value());
+}
+
+TEST(Roofline, AGridOfFewerBlocksThanSmsLeavesThemIdle) {
+  AttentionProblem p;
+  p.shape = {1, 2, 256, 256, 64};
+  CaseSummary c = ran(p, 14.5);
+  KernelSummary k;
+  k.name = "flash_fwd_kernel";
+  k.grid = {2, 2, 1};
+  k.per_iter = 1;
+  k.occupancy_valid = true;
+  k.active_blocks_per_sm = 2;
+  c.kernels = {k};
+  RunSummary s = one_case_summary(c);
+  place_on_roofline(s);
+  const Finding* f = finding(s.cases[0], "idle_sms");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->message, "flash_fwd_kernel: 4 blocks on 132 SMs: one partial wave, 128 SMs idle for the whole kernel");
+  s.cases[0].findings.clear();
+  s.cases[0].kernels[0].grid = {264, 1, 1};  // two blocks on every SM: one full wave
+  place_on_roofline(s);
+  EXPECT_EQ(finding(s.cases[0], "idle_sms"), nullptr);
+}
+
+TEST(Findings, KvRepeatedForGroupedHeadsAndFlopsOutsideTheMask) {
+  AttentionProblem p;
+  p.shape = {1, 32, 2048, 2048, 128, 8};
+  p.causal = true;
+  CaseSummary c = ran(p, 3015.8);
+  c.backend = "math";
+  for (const char* name : {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_kernel",
+                           "void attnprof::kernels::(anonymous namespace)::repeat_interleave_kernel<float>(...)"}) {
+    KernelSummary k;
+    k.name = name;
+    k.per_iter = 1;
+    k.gpu_us_per_iter = 13.0;
+    c.kernels.push_back(k);
+  }
+  add_findings(c);
+  const Finding* kv = finding(c, "kv_materialised");
+  ASSERT_NE(kv, nullptr);
+  EXPECT_NE(kv->message.find("K and V are repeated from 8 into 32 heads every call"), std::string::npos) << kv->message;
+  const Finding* dense = finding(c, "flops_outside_mask");
+  ASSERT_NE(dense, nullptr);
+  EXPECT_NE(dense->message.find("50% of the FLOPs"), std::string::npos) << dense->message;
+  // A fused kernel skips the masked tiles: no GEMM, no finding; MHA: no repeat to find.
+  CaseSummary fused = ran(p, 159.0);
+  fused.problem.shape.heads_kv = 32;
+  KernelSummary flash;
+  flash.name = "flash_fwd_kernel";
+  flash.per_iter = 1;
+  fused.kernels = {flash};
+  add_findings(fused);
+  EXPECT_EQ(finding(fused, "flops_outside_mask"), nullptr);
+  EXPECT_EQ(finding(fused, "kv_materialised"), nullptr);
+}
+
+TEST(Check, ThroughputGatesOnTflopsOrOnGbpsWhenMemoryBound) {
+  auto summary_with = [](double tflops, double gbps, const char* bound) {
+    CaseSummary c;
+    c.label = "flash bf16 causal 1x32/8x8192x8192x128";
+    c.backend = "flash";
+    c.status = CaseStatus::ok;
+    c.tflops = tflops;
+    c.roofline.tflops = tflops;
+    c.roofline.gbps = gbps;
+    c.roofline.bound = bound;
+    RunSummary s;
+    s.cases = {c};
+    return s;
+  };
+  CheckOptions options;
+  options.throughput_tolerance_percent = 5;
+  EXPECT_TRUE(compare_summaries(summary_with(340, 200, "compute"), summary_with(330, 200, "compute"), options).passed());
+  EXPECT_FALSE(compare_summaries(summary_with(340, 200, "compute"), summary_with(300, 200, "compute"), options).passed());
+  // Memory-bound: GB/s is what counts.
+  EXPECT_FALSE(compare_summaries(summary_with(1, 4000, "memory"), summary_with(1, 3000, "memory"), options).passed());
+  EXPECT_TRUE(compare_summaries(summary_with(1, 4000, "memory"), summary_with(0.5, 3990, "memory"), options).passed());
+  options.throughput_tolerance_percent.reset();  // not asked: no gate
+  EXPECT_TRUE(compare_summaries(summary_with(340, 200, "compute"), summary_with(100, 200, "compute"), options).passed());
+}
+
+TEST(HostMemory, MemAvailableIsReadFromMeminfo) {
+  EXPECT_EQ(parse_mem_available("MemTotal:       131072000 kB\nMemFree:  1000 kB\nMemAvailable:   65536000 kB\n"),
+            std::uint64_t{65536000} * 1024);
+  EXPECT_FALSE(parse_mem_available("MemTotal: 1 kB\n").has_value());
+  EXPECT_FALSE(parse_mem_available("MemAvailable: lots\n").has_value());
+}
+
+}  // namespace
+}  // namespace attnprof
