@@ -16,14 +16,22 @@
 
 namespace attnprof {
 
-// Device pointers of one problem, layout [batch, heads, seq, head_dim] contiguous.
+// Device pointers of one problem, in the layouts core/types.hpp (AttentionShape) describes:
+// dense [batch, heads, seq, head_dim], packed ragged, or a paged K/V cache. The sequence
+// arrays are device int32 and set only where the shape needs them; the problem's shape holds
+// the same lengths on the host.
 struct AttentionBuffers {
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
   void* o = nullptr;
-  float* lse = nullptr;         // [batch, heads, seq_q] natural-log logsumexp; may be null
+  float* lse = nullptr;         // [batch, heads, seq_q] natural-log logsumexp (padded); may be null
   const float* bias = nullptr;  // [seq_q, seq_kv] additive fp32 bias when problem.has_bias
+  const int* seq_lens_q = nullptr;     // [batch] q_len(b) when shape.ragged()
+  const int* seq_lens_kv = nullptr;    // [batch] kv_len(b) when shape.ragged()
+  const int* cu_seqlens_q = nullptr;   // [batch + 1] when shape.packed_q()
+  const int* cu_seqlens_kv = nullptr;  // [batch + 1] when shape.packed_kv()
+  const int* block_table = nullptr;    // [batch, pages_per_sequence] when shape.paged()
 };
 
 // Why a backend cannot run something; empty optional means it can.

@@ -24,6 +24,20 @@ struct MaskBounds {
   static constexpr int kUnboundedKeys = 1 << 30;
   int low = -kUnboundedKeys;  // diagonal offset - window left (top-left: offset 0)
   int high = kUnboundedKeys;  // diagonal offset + window right (0 past the diagonal when causal)
+  int diagonal = 0;           // the diagonal offset low and high were built around
+  bool bottom_right = false;  // the diagonal follows each sequence's own lengths
+
+  // The bounds of one sequence of a ragged batch, q_len query rows against kv_len keys: a
+  // bottom-right diagonal moves to kv_len - q_len; a top-left one stays. Unbounded sides stay so.
+  ATTNPROF_HOST_DEVICE MaskBounds for_lengths(int q_len, int kv_len) const {
+    if (!bottom_right) return *this;
+    MaskBounds m = *this;
+    const int shift = (kv_len - q_len) - diagonal;
+    m.diagonal += shift;
+    if (low > -kUnboundedKeys) m.low += shift;
+    if (high < kUnboundedKeys) m.high += shift;
+    return m;
+  }
 
   // False when every row sees every key: no mask at all, whatever the alignment.
   ATTNPROF_HOST_DEVICE bool bounded() const { return low > -kUnboundedKeys || high < kUnboundedKeys; }
@@ -39,6 +53,8 @@ inline MaskBounds mask_bounds(const AttentionProblem& p) {
   if (!p.causal && !p.window.bounded()) return m;
   // The diagonal of row 0: key 0 top-left, key seq_kv - seq_q bottom-right.
   const int offset = p.is_bottom_right() ? p.shape.seq_kv - p.shape.seq_q : 0;
+  m.diagonal = offset;
+  m.bottom_right = p.is_bottom_right();
   // A bound of kUnboundedKeys or more already reaches past every key.
   if (p.window.left >= 0) m.low = offset - std::min(p.window.left, MaskBounds::kUnboundedKeys);
   // Causal caps the right side at the diagonal; a window's right bound (>= 0) cannot widen it.

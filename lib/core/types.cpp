@@ -92,12 +92,44 @@ std::string case_label(std::string_view backend, const AttentionProblem& problem
                      problem.has_bias ? " bias" : "", shape_label(problem.shape));
 }
 
+std::int64_t AttentionShape::total_q() const {
+  if (seq_lens_q.empty()) return static_cast<std::int64_t>(batch) * seq_q;
+  std::int64_t total = 0;
+  for (int len : seq_lens_q) total += len;
+  return total;
+}
+
+std::int64_t AttentionShape::total_kv() const {
+  if (seq_lens_kv.empty()) return static_cast<std::int64_t>(batch) * seq_kv;
+  std::int64_t total = 0;
+  for (int len : seq_lens_kv) total += len;
+  return total;
+}
+
+std::vector<int> cumulative_offsets(const std::vector<int>& lens) {
+  std::vector<int> offsets(lens.size() + 1, 0);
+  for (std::size_t b = 0; b < lens.size(); ++b) offsets[b + 1] = offsets[b] + lens[b];
+  return offsets;
+}
+
 std::int64_t element_count_q(const AttentionShape& s) {
   return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_q * s.head_dim;
 }
 
 std::int64_t element_count_kv(const AttentionShape& s) {
   return static_cast<std::int64_t>(s.batch) * s.kv_heads() * s.seq_kv * s.head_dim;
+}
+
+}  // namespace attnprof
+
+namespace attnprof {
+
+std::int64_t stored_elements_q(const AttentionShape& s) { return s.total_q() * s.heads * s.head_dim; }
+
+std::int64_t stored_elements_kv(const AttentionShape& s) {
+  const std::int64_t tokens =
+      s.paged() ? static_cast<std::int64_t>(s.batch) * s.pages_per_sequence() * s.page_size : s.total_kv();
+  return tokens * s.kv_heads() * s.head_dim;
 }
 
 }  // namespace attnprof

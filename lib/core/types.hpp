@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attnprof {
 
@@ -14,9 +15,18 @@ std::string_view to_string(DType dtype);
 std::optional<DType> parse_dtype(std::string_view text);
 int dtype_bytes(DType dtype);
 
-// Layout is [batch, heads, seq, head_dim], contiguous, for q/o, and [batch, heads_kv, seq_kv,
-// head_dim] for k/v (PyTorch SDPA's default layout). Query head h reads K/V head
-// h / (heads / heads_kv): grouped-query attention, multi-query when heads_kv is 1.
+// Query head h reads K/V head h / (heads / heads_kv): grouped-query attention, multi-query when
+// heads_kv is 1. Where each tensor lives (device memory, contiguous, elements):
+//   q, o   [batch, heads, seq_q, head_dim] (PyTorch SDPA's default layout), or packed
+//          [total_q, heads, head_dim] when seq_lens_q is given: sequence b's tokens are rows
+//          cu_q[b] .. cu_q[b+1) - 1, cu_q = cumulative sum of seq_lens_q (cu_q[0] = 0).
+//   k, v   [batch, heads_kv, seq_kv, head_dim]; packed [total_kv, heads_kv, head_dim] when
+//          seq_lens_kv is given (cu_kv likewise); or, when page_size > 0, a paged cache
+//          [pages, page_size, heads_kv, head_dim] reached through a block table
+//          [batch, pages_per_sequence] of int32 page numbers (token j of sequence b lives in
+//          page table[b][j / page_size], slot j % page_size; the pages are shuffled).
+//   lse    [batch, heads, seq_q] fp32, padded: a ragged row (b, h, i) at ((b*heads + h)*seq_q + i).
+// A ragged sequence's lengths are its own (q_len(b), kv_len(b)); seq_q and seq_kv are the maxima.
 struct AttentionShape {
   int batch = 1;
   int heads = 1;
@@ -24,15 +34,31 @@ struct AttentionShape {
   int seq_kv = 1;
   int head_dim = 64;
   int heads_kv = 0;  // 0: as many K/V heads as query heads
+  std::vector<int> seq_lens_q;   // a ragged batch: batch entries, each in [0, seq_q]; empty: all seq_q
+  std::vector<int> seq_lens_kv;  // each in [0, seq_kv]; empty: all seq_kv
+  int page_size = 0;             // > 0: K/V in a paged cache of pages of this many tokens
 
   int kv_heads() const { return heads_kv > 0 ? heads_kv : heads; }
   int group_size() const { return heads / kv_heads(); }  // query heads per K/V head
+  int q_len(int b) const { return seq_lens_q.empty() ? seq_q : seq_lens_q[static_cast<std::size_t>(b)]; }
+  int kv_len(int b) const { return seq_lens_kv.empty() ? seq_kv : seq_lens_kv[static_cast<std::size_t>(b)]; }
+  bool packed_q() const { return !seq_lens_q.empty(); }
+  bool packed_kv() const { return !seq_lens_kv.empty() && page_size == 0; }
+  bool paged() const { return page_size > 0; }
+  bool ragged() const { return !seq_lens_q.empty() || !seq_lens_kv.empty(); }
+  int pages_per_sequence() const { return page_size > 0 ? (seq_kv + page_size - 1) / page_size : 0; }
+  std::int64_t total_q() const;   // query tokens over the batch (sum of q_len)
+  std::int64_t total_kv() const;  // key tokens over the batch (sum of kv_len)
 };
 
 inline bool operator==(const AttentionShape& a, const AttentionShape& b) {
   return a.batch == b.batch && a.heads == b.heads && a.seq_q == b.seq_q && a.seq_kv == b.seq_kv &&
-         a.head_dim == b.head_dim && a.kv_heads() == b.kv_heads();
+         a.head_dim == b.head_dim && a.kv_heads() == b.kv_heads() && a.seq_lens_q == b.seq_lens_q &&
+         a.seq_lens_kv == b.seq_lens_kv && a.page_size == b.page_size;
 }
+
+// Cumulative offsets of a ragged batch: batch + 1 entries, [0] = 0, [b + 1] - [b] = lens[b].
+std::vector<int> cumulative_offsets(const std::vector<int>& lens);
 
 // Where the diagonal of the causal mask and of a window lies. top_left (PyTorch's is_causal):
 // query row i's diagonal is key i. bottom_right (PyTorch's causal_lower_right, FlashAttention's
@@ -110,7 +136,15 @@ std::string mask_label(const AttentionProblem& problem);
 // "flash bf16 causal 2x16x4096x4096x128", "flash bf16 causal_br window[4096,0] 1x32/8x8192x8192x128".
 std::string case_label(std::string_view backend, const AttentionProblem& problem);
 
+// Elements of the logical, padded tensors: q/o [batch, heads, seq_q, head_dim], k/v [batch,
+// heads_kv, seq_kv, head_dim]. Inputs are drawn by logical index, whatever the layout.
 std::int64_t element_count_q(const AttentionShape& shape);
 std::int64_t element_count_kv(const AttentionShape& shape);
+
+// Elements the device buffers hold in the shape's layout: packed q/o total_q x heads x head_dim;
+// k/v packed total_kv x heads_kv x head_dim, or every page of a paged cache
+// (batch x pages_per_sequence pages of page_size tokens).
+std::int64_t stored_elements_q(const AttentionShape& shape);
+std::int64_t stored_elements_kv(const AttentionShape& shape);
 
 }  // namespace attnprof

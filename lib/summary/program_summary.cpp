@@ -18,7 +18,7 @@ namespace attnprof {
 
 AttentionProblem unknown_problem() {
   AttentionProblem p;
-  p.shape = {0, 0, 0, 0, 0};
+  p.shape.batch = p.shape.heads = p.shape.seq_q = p.shape.seq_kv = p.shape.head_dim = 0;
   return p;
 }
 
