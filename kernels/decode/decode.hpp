@@ -47,6 +47,8 @@ inline constexpr int kDecodeMaxRows = 16;
 inline constexpr int kDecodeBlockKeys = 16;
 // Warps per block; each walks its own share of the key tiles.
 inline constexpr int kDecodeWarps = 4;
+// The most splits: bounds the workspace and the combine kernel's shared weights.
+inline constexpr int kDecodeMaxSplits = 128;
 
 bool decode_has_kernel(DType dtype, int head_dim);
 

@@ -358,17 +358,30 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_decode_splitkv_kernel(
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();
 #else
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The combine kernel may be scheduled now; it waits for this grid's writes itself.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   decode_block<Traits, true>(p);
 #endif
 }
 
-// One warp per query row (b, h, i): the splits' logsumexps weigh their normalised O.
+// One warp per query row (b, h, i): the splits' logsumexps weigh their normalised O. The weights
+// go through shared memory so the loop over splits has only independent loads (unrolled, several
+// in flight) and no dependent L2 round trip per split. Launched as a programmatic dependent of
+// the split kernel: it is resident early and waits (griddepcontrol.wait) until the split
+// kernel's writes are visible, which hides its launch latency.
 constexpr int kCombineWarps = 4;
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(kCombineWarps * 32) flash_decode_combine_kernel(const __grid_constant__ DecodeParams p) {
   constexpr int kPerLane = kHeadDim / 32;
+  __shared__ float weights[kCombineWarps][kDecodeMaxSplits];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kCombineWarps + (threadIdx.x >> 5);
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kCombineWarps + warp;
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.seq_q;
   if (row >= rows) return;
   const int i = static_cast<int>(row % p.seq_q);
@@ -377,30 +390,43 @@ __global__ void __launch_bounds__(kCombineWarps * 32) flash_decode_combine_kerne
   const int q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.seq_q;
   if (i >= q_len) return;  // no such row in a packed o; its padded lse is never read
 
+  float* w = weights[warp];
   float max_lse = -INFINITY;
-  for (int s = lane; s < p.splits; s += 32) max_lse = fmaxf(max_lse, p.partial_lse[s * rows + row]);
+  for (int s = lane; s < p.splits; s += 32) {
+    const float lse = p.partial_lse[s * rows + row];
+    w[s] = lse;
+    max_lse = fmaxf(max_lse, lse);
+  }
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
+  float total = 0.f;
+  for (int s = lane; s < p.splits; s += 32) {
+    const float weight = max_lse == -INFINITY ? 0.f : __expf(w[s] - max_lse);
+    w[s] = weight;
+    total += weight;
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) total += __shfl_xor_sync(0xffffffffu, total, offset);
+  __syncwarp();
 
   float acc[kPerLane];
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) acc[j] = 0.f;
-  float total = 0.f;
-  if (max_lse != -INFINITY) {
-    for (int s = 0; s < p.splits; ++s) {
-      const float weight = __expf(p.partial_lse[s * rows + row] - max_lse);
-      total += weight;
-      const float* src = p.partial_o + (s * rows + row) * kHeadDim + lane * kPerLane;
-      if constexpr (kPerLane == 4) {
-        const float4 value = *reinterpret_cast<const float4*>(src);
-        acc[0] += weight * value.x;
-        acc[1] += weight * value.y;
-        acc[2] += weight * value.z;
-        acc[3] += weight * value.w;
-      } else {
-#pragma unroll
-        for (int j = 0; j < kPerLane; ++j) acc[j] += weight * src[j];
-      }
+  const float* src = p.partial_o + row * kHeadDim + lane * kPerLane;
+  const int64_t split_stride = rows * kHeadDim;
+#pragma unroll 8
+  for (int s = 0; s < p.splits; ++s) {
+    const float weight = w[s];
+    if constexpr (kPerLane == 4) {
+      const float4 value = *reinterpret_cast<const float4*>(src + s * split_stride);
+      acc[0] += weight * value.x;
+      acc[1] += weight * value.y;
+      acc[2] += weight * value.z;
+      acc[3] += weight * value.w;
+    } else {
+      const float2 value = *reinterpret_cast<const float2*>(src + s * split_stride);
+      acc[0] += weight * value.x;
+      acc[1] += weight * value.y;
     }
   }
   const float inverse = total > 0.f ? 1.f / total : 0.f;

@@ -36,10 +36,22 @@ void DecodeForward<kDType, kHeadDim>::launch(const DecodeParams& params, cudaStr
     return;
   }
   decode::flash_decode_splitkv_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
+  if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure
+  // The combine kernel as a programmatic dependent launch (sm_90): its launch overlaps the split
+  // kernel's tail; it waits for the split kernel's writes (griddepcontrol.wait) before reading.
   const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
-  const unsigned blocks = static_cast<unsigned>((rows + decode::kCombineWarps - 1) / decode::kCombineWarps);
-  decode::flash_decode_combine_kernel<Element<kDType>, kHeadDim>
-      <<<blocks, decode::kCombineWarps * 32, 0, stream>>>(params);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>((rows + decode::kCombineWarps - 1) / decode::kCombineWarps));
+  config.blockDim = dim3(decode::kCombineWarps * 32);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  // A failure stays in the runtime's last error, which the caller checks.
+  (void)cudaLaunchKernelEx(&config, decode::flash_decode_combine_kernel<Element<kDType>, kHeadDim>, params);
 }
 
 }  // namespace attnprof::kernels

@@ -35,7 +35,6 @@ namespace {
 
 constexpr int kMaxGridYZ = 65535;  // heads go on grid.y, batch on grid.z
 constexpr int kMaxSequence = 1 << 29;  // MaskBounds' arithmetic stays inside int below this
-constexpr int kMaxDecodeSplits = 128;  // bounds the split-KV workspace
 
 // Few query rows per K/V head against the keys: the decode kernels (their M tile holds them all).
 bool is_decode(const AttentionProblem& problem) {
@@ -183,7 +182,7 @@ class FlashBackend final : public AttentionBackend {
     in.sm_count = sm_count_;
     in.blocks_per_sm = found->second;
     in.min_tiles_per_split = kernels::kDecodeWarps;
-    in.max_splits = kMaxDecodeSplits;
+    in.max_splits = kernels::kDecodeMaxSplits;
     decode_splits_ = kernels::choose_decode_splits(in);
     if (decode_splits_ > 1)
       workspace_.reserve(static_cast<std::size_t>(kernels::decode_workspace_floats(problem.shape, decode_splits_)) *

@@ -4,7 +4,8 @@
 // only; tests/gpu/decode_test.cpp checks the numbers), the block table a shuffled permutation.
 //   attnprof_decode_bench BATCH HEADS HEADS_KV SEQ_Q SEQ_KV HEAD_DIM [PAGE_SIZE=0] [KV_LENS=uniform|ragged]
 //                         [CAUSAL=none|bottom_right] [ITERATIONS=100] [DTYPE=bf16]
-// ragged: sequence b has seq_kv * (b + 1) / batch keys (a spread of lengths, the longest seq_kv).
+// ragged: sequence b has seq_kv * (b + 1) / batch keys (a spread of lengths, the longest seq_kv)
+// and, for a prefill shape, seq_q / seq_kv as many query rows; uniform is the same batch padded.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -57,7 +58,11 @@ int main(int argc, char** argv) {
     if (ragged) {
       for (int b = 0; b < s.batch; ++b)
         s.seq_lens_kv.push_back(std::max(1, static_cast<int>(static_cast<long long>(s.seq_kv) * (b + 1) / s.batch)));
-      s.seq_lens_q.assign(static_cast<std::size_t>(s.batch), s.seq_q);
+      // Decode: every sequence has seq_q query rows; prefill: as many as its keys, scaled.
+      for (int b = 0; b < s.batch; ++b)
+        s.seq_lens_q.push_back(s.seq_q * s.group_size() <= 16
+                                   ? s.seq_q
+                                   : std::max(1, static_cast<int>(static_cast<long long>(s.seq_lens_kv[b]) * s.seq_q / s.seq_kv)));
     }
     if (argc > 9 && std::string(argv[9]) == "bottom_right") set_causal_mode(problem, CausalMode::bottom_right);
     const int iterations = argc > 10 ? std::stoi(argv[10]) : 100;
