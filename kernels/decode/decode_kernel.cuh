@@ -277,6 +277,11 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     }
   }
   cp_async_wait<0>();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Split: the combine kernel may be scheduled once every block is here (it waits for our writes
+  // itself); not earlier, so that its blocks do not sit waiting through the keys' whole stream.
+  if constexpr (kSplit) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 
   // Merge the warps: each publishes its rows' max, sum and unnormalised O in the (now idle)
   // stages; then every thread combines 8 columns of a row over the warps.
@@ -358,76 +363,81 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_decode_splitkv_kernel(
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();
 #else
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // The combine kernel may be scheduled now; it waits for this grid's writes itself.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
   decode_block<Traits, true>(p);
 #endif
 }
 
-// One warp per query row (b, h, i): the splits' logsumexps weigh their normalised O. The weights
-// go through shared memory so the loop over splits has only independent loads (unrolled, several
-// in flight) and no dependent L2 round trip per split. Launched as a programmatic dependent of
-// the split kernel: it is resident early and waits (griddepcontrol.wait) until the split
-// kernel's writes are visible, which hides its launch latency.
+// One block per query row (b, h, i): the splits' logsumexps weigh their normalised O. Every
+// load of a step is independent of the others, so each step costs one L2 round trip: thread s
+// reads split s's logsumexp (splits <= kDecodeMaxSplits = the block's threads); warp w sums the
+// splits w, w + kCombineWarps, ... for its lanes' columns; the warps' sums meet in shared memory.
+// Launched as a programmatic dependent of the split kernel, which lets it be scheduled when
+// every split block has finished its keys; griddepcontrol.wait then waits for their writes.
 constexpr int kCombineWarps = 4;
+constexpr int kCombineThreads = kCombineWarps * 32;
+static_assert(kCombineThreads >= kDecodeMaxSplits, "one thread per split's logsumexp");
 template <typename Element, int kHeadDim>
-__global__ void __launch_bounds__(kCombineWarps * 32) flash_decode_combine_kernel(const __grid_constant__ DecodeParams p) {
+__global__ void __launch_bounds__(kCombineThreads) flash_decode_combine_kernel(const __grid_constant__ DecodeParams p) {
   constexpr int kPerLane = kHeadDim / 32;
-  __shared__ float weights[kCombineWarps][kDecodeMaxSplits];
+  __shared__ float weights[kDecodeMaxSplits];
+  __shared__ float partial[kCombineWarps][kHeadDim];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kCombineWarps + warp;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int64_t row = blockIdx.x;
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.seq_q;
-  if (row >= rows) return;
   const int i = static_cast<int>(row % p.seq_q);
   const int h = static_cast<int>((row / p.seq_q) % p.heads);
   const int b = static_cast<int>(row / (static_cast<int64_t>(p.seq_q) * p.heads));
   const int q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.seq_q;
   if (i >= q_len) return;  // no such row in a packed o; its padded lse is never read
 
-  float* w = weights[warp];
+  if (tid < p.splits) weights[tid] = p.partial_lse[tid * rows + row];
+  __syncthreads();
+  // Every warp reduces the (at most 128) logsumexps itself: no second barrier.
   float max_lse = -INFINITY;
-  for (int s = lane; s < p.splits; s += 32) {
-    const float lse = p.partial_lse[s * rows + row];
-    w[s] = lse;
-    max_lse = fmaxf(max_lse, lse);
-  }
+  for (int s = lane; s < p.splits; s += 32) max_lse = fmaxf(max_lse, weights[s]);
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
   float total = 0.f;
-  for (int s = lane; s < p.splits; s += 32) {
-    const float weight = max_lse == -INFINITY ? 0.f : __expf(w[s] - max_lse);
-    w[s] = weight;
-    total += weight;
-  }
+  for (int s = lane; s < p.splits; s += 32) total += max_lse == -INFINITY ? 0.f : __expf(weights[s] - max_lse);
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) total += __shfl_xor_sync(0xffffffffu, total, offset);
-  __syncwarp();
 
   float acc[kPerLane];
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) acc[j] = 0.f;
-  const float* src = p.partial_o + row * kHeadDim + lane * kPerLane;
-  const int64_t split_stride = rows * kHeadDim;
+  if (max_lse != -INFINITY) {
+    const float* src = p.partial_o + row * kHeadDim + lane * kPerLane;
+    const int64_t split_stride = rows * kHeadDim;
 #pragma unroll 8
-  for (int s = 0; s < p.splits; ++s) {
-    const float weight = w[s];
-    if constexpr (kPerLane == 4) {
-      const float4 value = *reinterpret_cast<const float4*>(src + s * split_stride);
-      acc[0] += weight * value.x;
-      acc[1] += weight * value.y;
-      acc[2] += weight * value.z;
-      acc[3] += weight * value.w;
-    } else {
-      const float2 value = *reinterpret_cast<const float2*>(src + s * split_stride);
-      acc[0] += weight * value.x;
-      acc[1] += weight * value.y;
+    for (int s = warp; s < p.splits; s += kCombineWarps) {
+      const float weight = __expf(weights[s] - max_lse);
+      if constexpr (kPerLane == 4) {
+        const float4 value = *reinterpret_cast<const float4*>(src + s * split_stride);
+        acc[0] += weight * value.x;
+        acc[1] += weight * value.y;
+        acc[2] += weight * value.z;
+        acc[3] += weight * value.w;
+      } else {
+        const float2 value = *reinterpret_cast<const float2*>(src + s * split_stride);
+        acc[0] += weight * value.x;
+        acc[1] += weight * value.y;
+      }
     }
+  }
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) partial[warp][lane * kPerLane + j] = acc[j];
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    acc[j] = 0.f;
+#pragma unroll
+    for (int w = 0; w < kCombineWarps; ++w) acc[j] += partial[w][lane * kPerLane + j];
   }
   const float inverse = total > 0.f ? 1.f / total : 0.f;
   Element* dst = static_cast<Element*>(p.o) + query_row<kHeadDim>(p, b, h, i) + lane * kPerLane;

@@ -41,8 +41,8 @@ void DecodeForward<kDType, kHeadDim>::launch(const DecodeParams& params, cudaStr
   // kernel's tail; it waits for the split kernel's writes (griddepcontrol.wait) before reading.
   const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>((rows + decode::kCombineWarps - 1) / decode::kCombineWarps));
-  config.blockDim = dim3(decode::kCombineWarps * 32);
+  config.gridDim = dim3(static_cast<unsigned>(rows));  // one block per (b, h, i) row
+  config.blockDim = dim3(decode::kCombineThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
   cudaLaunchAttribute attribute = {};
