@@ -28,8 +28,8 @@ __device__ __forceinline__ Word zero_word() {
 // One (batch, head) block of the padded side per grid-y step: rows [0, len) are copied from or to
 // the packed side, rows [len, seq) are zero (pad) or skipped (unpad).
 template <typename Word, bool kPad>
-__global__ void __launch_bounds__(kThreads) ragged_copy(const Word* src, Word* dst, const int* cu_seqlens, int batch,
-                                                      int heads, int seq, int row_words) {
+__device__ __forceinline__ void ragged_copy(const Word* src, Word* dst, const int* cu_seqlens, int batch, int heads,
+                                            int seq, int row_words) {
   const std::int64_t head_words = static_cast<std::int64_t>(seq) * row_words;
   for (std::int64_t bh = blockIdx.y; bh < static_cast<std::int64_t>(batch) * heads; bh += gridDim.y) {
     const int b = static_cast<int>(bh / heads), h = static_cast<int>(bh % heads);
