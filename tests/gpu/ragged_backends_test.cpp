@@ -43,6 +43,16 @@ struct Layout {
   int heads_kv = 4;  // of 4 query heads
 };
 
+AttentionShape dense_shape(int batch, int heads, int seq_q, int seq_kv, int head_dim) {
+  AttentionShape s;
+  s.batch = batch;
+  s.heads = heads;
+  s.seq_q = seq_q;
+  s.seq_kv = seq_kv;
+  s.head_dim = head_dim;
+  return s;
+}
+
 constexpr int kBatch = 3;
 constexpr int kHeads = 4;
 constexpr int kSeqQ = 300;
@@ -91,7 +101,7 @@ std::vector<RaggedCase> all_cases() {
                 !(mask.causal == CausalMode::bottom_right && !mask.window.bounded()))
               continue;
             AttentionProblem p;
-            p.shape = {kBatch, kHeads, kSeqQ, kSeqKv, head_dim};
+            p.shape = dense_shape(kBatch, kHeads, kSeqQ, kSeqKv, head_dim);
             p.shape.heads_kv = layout.heads_kv;
             p.shape.seq_lens_q = layout.seq_lens_q;
             p.shape.seq_lens_kv = layout.seq_lens_kv;
@@ -156,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, RaggedBackends, testing::ValuesIn(all_cases())
 
 AttentionProblem ragged_problem(int head_dim, int page_size) {
   AttentionProblem p;
-  p.shape = {kBatch, kHeads, kSeqQ, kSeqKv, head_dim};
+  p.shape = dense_shape(kBatch, kHeads, kSeqQ, kSeqKv, head_dim);
   p.shape.seq_lens_q = {1, 17, kSeqQ};
   p.shape.seq_lens_kv = {kSeqKv, 17, 511};
   p.shape.page_size = page_size;
@@ -212,6 +222,10 @@ TEST(RaggedBackendsTrace, CopiesShowAsTheirOwnKernels) {
 
   int checked = 0;
   for (const CaseSummary& c : outcome.summary.cases) {
+    std::printf("  %-16s %-9s %-56s %5.1f kernels/iter, %8.1f us\n", c.backend.c_str(),
+                c.problem.shape.paged() ? "paged" : "ragged", c.label.c_str(), c.kernels_per_iter, c.median_us);
+    for (const KernelSummary& k : c.kernels)
+      std::printf("      %4.1f x %8.2f us  %.90s\n", k.per_iter, k.gpu_us_per_iter, k.name.c_str());
     std::map<std::string, double> per_iter;  // kernel kind -> launches per iteration
     for (const KernelSummary& k : c.kernels)
       for (const char* kind : {"::pad_ragged_kernel", "::unpad_ragged_kernel", "::gather_paged_kv_kernel"})
@@ -235,6 +249,38 @@ TEST(RaggedBackendsTrace, CopiesShowAsTheirOwnKernels) {
     ++checked;
   }
   EXPECT_EQ(checked, 2 /*math*/ + 2 * 2 /*manual variants*/ + 1 /*efficient, ragged*/);
+}
+
+// Timings for the record (nothing asserted): a ragged causal prefill of about 8k tokens against
+// the same batch padded to its longest sequence, efficient packed vs dense, math and manual
+// padding it themselves.
+TEST(RaggedBackendsTrace, PrefillTimingsBesideThePaddedBatch) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "attnprof_ragged_prefill_timings";
+  std::filesystem::remove_all(out);
+  RunOptions options;
+  options.config = parse_config(R"({"backends": ["efficient"], "dtypes": ["bf16"], "causal": ["bottom_right"],
+                                    "shapes": [{"batch": 1, "heads": 1, "seq_q": 1, "seq_kv": 1, "head_dim": 128}],
+                                    "warmup": 2, "iterations": 10})",
+                                "ragged_backends_test", accepted_backend_names());
+  ShapeSpec ragged;
+  ragged.shape = dense_shape(8, 16, 2048, 2048, 128);
+  ragged.shape.seq_lens_q = {2048, 1, 17, 1500, 700, 2048, 333, 1024};  // 7671 tokens
+  ragged.shape.seq_lens_kv = ragged.shape.seq_lens_q;
+  ShapeSpec padded;
+  padded.shape = dense_shape(8, 16, 2048, 2048, 128);
+  options.config.shapes = {ragged, padded};
+  options.config.backends = {"efficient", "math", "manual:in_place"};
+  options.backends = expand_backend_names(options.config.backends);
+  options.out_dir = out;
+  options.progress = stdout;
+  const RunOutcome outcome = run_sweep(options);
+  EXPECT_EQ(outcome.exit_code, 0);
+  for (const CaseSummary& c : outcome.summary.cases) {
+    EXPECT_EQ(c.status, CaseStatus::ok) << c.label << ": " << c.reason;
+    std::printf("  TIMING %-16s %-7s %-50s median %9.1f us, %5.1f kernels/iter, verified %d\n", c.backend.c_str(),
+                c.problem.shape.ragged() ? "ragged" : "padded", c.label.c_str(), c.median_us, c.kernels_per_iter,
+                c.verified && c.verify_passed ? 1 : 0);
+  }
 }
 
 }  // namespace
