@@ -8,13 +8,17 @@
 namespace attnprof::kernels {
 namespace {
 
-// Calls f(FlashForward<dtype, head_dim, masked>{}) for the compiled instantiation.
+// Calls f(FlashForward<dtype, head_dim, masked[, varlen]>{}) for the compiled instantiation;
+// varlen exists only masked.
 template <typename F>
-decltype(auto) with_instance(DType dtype, int head_dim, bool masked, F&& f) {
+decltype(auto) with_instance(DType dtype, int head_dim, bool masked, bool varlen, F&& f) {
   return dtype_switch<DType::bf16, DType::fp16>("flash", dtype, [&](auto dtype_tag) -> decltype(auto) {
     return head_dim_switch<64, 128>("flash", head_dim, [&](auto dim_tag) -> decltype(auto) {
+      constexpr DType kDType = decltype(dtype_tag)::value;
+      constexpr int kHeadDim = decltype(dim_tag)::value;
+      if (varlen) return f(FlashForward<kDType, kHeadDim, true, true>{});
       return bool_switch(masked, [&](auto masked_tag) -> decltype(auto) {
-        return f(FlashForward<decltype(dtype_tag)::value, decltype(dim_tag)::value, decltype(masked_tag)::value>{});
+        return f(FlashForward<kDType, kHeadDim, decltype(masked_tag)::value>{});
       });
     });
   });
@@ -31,12 +35,13 @@ int flash_smem_bytes(int head_dim) {
                         : flash::FlashFwdTraitsD128<__nv_bfloat16>::kSmemBytes;
 }
 
-cudaError_t flash_prepare(DType dtype, int head_dim, bool masked) {
-  return with_instance(dtype, head_dim, masked, [](auto instance) { return decltype(instance)::prepare(); });
+cudaError_t flash_prepare(DType dtype, int head_dim, bool masked, bool varlen) {
+  return with_instance(dtype, head_dim, masked, varlen, [](auto instance) { return decltype(instance)::prepare(); });
 }
 
-void flash_forward(const FlashParams& params, DType dtype, int head_dim, bool masked, cudaStream_t stream) {
-  with_instance(dtype, head_dim, masked, [&](auto instance) { decltype(instance)::launch(params, stream); });
+void flash_forward(const FlashParams& params, DType dtype, int head_dim, bool masked, bool varlen,
+                   cudaStream_t stream) {
+  with_instance(dtype, head_dim, masked, varlen, [&](auto instance) { decltype(instance)::launch(params, stream); });
 }
 
 }  // namespace attnprof::kernels

@@ -13,7 +13,8 @@ namespace attnprof::kernels {
 
 // kMasked: rows see a band of keys (causal and/or a window, either alignment), so tiles outside
 // it are skipped and tiles on its edges masked; without it every row sees every key.
-template <DType kDType, int kHeadDim, bool kMasked>
+// kVarlen: ragged and paged batches (per-sequence lengths and bands; only with kMasked).
+template <DType kDType, int kHeadDim, bool kMasked, bool kVarlen = false>
 struct FlashForward {
   // Raises the kernel's dynamic shared-memory limit and prefers the shared-memory carveout.
   static cudaError_t prepare();

@@ -12,6 +12,10 @@
 // O is normalised by 1/l once at the end; the score matrix never leaves registers.
 // Query head h reads K/V head h / group_size (GQA, MQA); a row that sees no key writes zeros
 // and a logsumexp of -inf (log of an empty sum; FlashAttention writes +inf there).
+// kVarlen (ragged and paged batches): each sequence has its own lengths and mask bounds
+// (MaskBounds::for_lengths), q/o may be packed (rows through cu_seqlens_q), k/v packed or paged
+// (a K/V tile's rows looked up per page in the block table); these per-block values live in a
+// BlockSequence in shared memory, not in registers. The dense instantiations do not change.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -167,6 +171,25 @@ __device__ __forceinline__ int64_t block_kv_head(const FlashParams& params) {
   return static_cast<int64_t>(fresh_block_index_z()) * params.heads_kv + fresh_block_index_y() / params.group_size;
 }
 
+// The per-block values of a ragged/paged (kVarlen) block, written once by thread 0 and read
+// where needed, so they take no registers through the main loop. kv_base + token * kv_stride is
+// the element offset of a key row (token: the key, or its slot page * page_size + key % page_size
+// in a paged cache); q_row0 + r * q_stride is row m0 + r of the block's head in q and o.
+struct BlockSequence {
+  int64_t kv_base;
+  int64_t q_row0;
+  MaskBounds mask;  // moved to this sequence's lengths
+  int q_len;
+  int kv_len;
+  int kv_stride;
+  int q_stride;
+};
+
+template <typename Traits>
+__device__ __forceinline__ const BlockSequence& block_sequence(const unsigned char* smem) {
+  return *reinterpret_cast<const BlockSequence*>(smem + SmemLayout<Traits>::kKVHead);
+}
+
 // This lane's running sums of its (kMTiles x 2) rows, one float each, [row slot][thread] so a
 // warp's accesses are conflict-free. Only the owning thread touches its slots: no barrier needed.
 template <typename Traits>
@@ -214,6 +237,27 @@ struct TileCopy {
       }
     }
   }
+
+  // As copy(), rows `stride` elements apart (packed q/o, packed K/V); with a block table, key
+  // `first_key + row` lives in page table[key / page_size] (a paged K/V cache).
+  template <int kRows>
+  __device__ __forceinline__ void copy_rows(uint32_t dst, const typename Traits::Element* base, int64_t stride,
+                                            int valid_rows, int first_key, const int* table, int page_size) const {
+    constexpr int kPasses = kRows / kRowsPerPass;
+    constexpr int kPassBytes = kRowsPerPass * Traits::kRowBytes;
+    const int chunk_elem = elem - row * Traits::kHeadDim;
+    dst += smem;
+    // Not unrolled: unrolled, every pass's 64-bit address is live at once beside O, and spills.
+#pragma unroll 1
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int r = row + pass * kRowsPerPass;
+      const bool valid = r < valid_rows;
+      int64_t token = first_key + r;
+      if (table != nullptr && valid)
+        token = static_cast<int64_t>(table[(first_key + r) / page_size]) * page_size + (first_key + r) % page_size;
+      cp_async_16_zfill(dst + pass * kPassBytes, valid ? base + token * stride + chunk_elem : base, valid);
+    }
+  }
 };
 
 // Issues this thread's copies of K/V tile n (keys n*kBlockN ...) into stage n % kStages;
@@ -229,6 +273,27 @@ __device__ __forceinline__ void copy_kv_tile(const FlashParams& params, uint32_t
                                       valid_rows);
   plan.template copy<Traits::kBlockN>(stage + SmemLayout<Traits>::kV, static_cast<const Element*>(params.v) + offset,
                                       valid_rows);
+}
+
+// kVarlen's copy of K/V tile n: key rows through the block's BlockSequence values (passed in,
+// since the prologue runs before the barrier that publishes them) and, paged, the block table.
+template <typename Traits>
+__device__ __forceinline__ void copy_kv_tile_varlen(const FlashParams& params, uint32_t smem, int64_t kv_base,
+                                                    int kv_stride, int kv_len, int n) {
+  using Element = typename Traits::Element;
+  const TileCopy<Traits> plan = TileCopy<Traits>::of_thread(fresh_thread_index());
+  const int key0 = n * Traits::kBlockN;
+  const int* table = params.block_table != nullptr
+                         ? params.block_table + static_cast<int64_t>(fresh_block_index_z()) * params.pages_per_sequence
+                         : nullptr;
+  // Dense and packed: the tile's first row folded into the base; paged: every row looked up.
+  const int64_t base = table != nullptr ? kv_base : kv_base + static_cast<int64_t>(key0) * kv_stride;
+  const int first_key = table != nullptr ? key0 : 0;
+  const uint32_t stage = smem + (n % Traits::kStages) * Traits::kKVTileBytes;
+  plan.template copy_rows<Traits::kBlockN>(stage + SmemLayout<Traits>::kK, static_cast<const Element*>(params.k) + base,
+                                           kv_stride, kv_len - key0, first_key, table, params.page_size);
+  plan.template copy_rows<Traits::kBlockN>(stage + SmemLayout<Traits>::kV, static_cast<const Element*>(params.v) + base,
+                                           kv_stride, kv_len - key0, first_key, table, params.page_size);
 }
 
 // Shared addresses of the rows a lane points ldmatrix at, with the lane's swizzle term in bits
@@ -273,7 +338,7 @@ struct Accumulators {
 
 // kBand: the kernel's rows see a band of keys (MaskBounds); kMaskTile: this tile needs element
 // masks (it crosses an edge of the band or holds keys past seq_kv).
-template <typename Traits, bool kBand, bool kMaskTile>
+template <typename Traits, bool kBand, bool kMaskTile, bool kVarlen = false>
 __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned char* smem, int n, int n_end,
                                             Accumulators<Traits>& acc) {
   using Element = typename Traits::Element;
@@ -289,8 +354,13 @@ __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned 
   __syncthreads();
   if (n + Traits::kStages - 1 < n_end) {
     // Read back from shared memory rather than held in registers through the loop.
-    const int64_t kv_head = *reinterpret_cast<const int64_t*>(smem + SmemLayout<Traits>::kKVHead);
-    copy_kv_tile<Traits>(params, smem_base, kv_head, n + Traits::kStages - 1);
+    if constexpr (kVarlen) {
+      const BlockSequence& seq = block_sequence<Traits>(smem);
+      copy_kv_tile_varlen<Traits>(params, smem_base, seq.kv_base, seq.kv_stride, seq.kv_len, n + Traits::kStages - 1);
+    } else {
+      const int64_t kv_head = *reinterpret_cast<const int64_t*>(smem + SmemLayout<Traits>::kKVHead);
+      copy_kv_tile<Traits>(params, smem_base, kv_head, n + Traits::kStages - 1);
+    }
   }
   cp_async_commit();  // committed even when empty, so group i always holds tile i
 
@@ -337,8 +407,10 @@ __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned 
       for (int h = 0; h < 2; ++h) {
         const int row = first_row + 16 * mi + 8 * h;
         // Row `row` sees keys [first, last]: visible_keys(), with last <= seq_kv - 1.
-        const int first = kBand ? params.mask.first_key(row) : 0;
-        const int last = kBand ? params.mask.last_key(row, params.seq_kv) : params.seq_kv - 1;
+        const MaskBounds& mask = kVarlen ? block_sequence<Traits>(smem).mask : params.mask;
+        const int seq_kv = kVarlen ? block_sequence<Traits>(smem).kv_len : params.seq_kv;
+        const int first = kBand ? mask.first_key(row) : 0;
+        const int last = kBand ? mask.last_key(row, seq_kv) : seq_kv - 1;
 #pragma unroll
         for (int nt = 0; nt < kSTiles; ++nt)
 #pragma unroll
@@ -418,7 +490,7 @@ __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned 
 // ---------------------------------------------------------------------------------------------
 // Epilogue: O / l to o through shared memory, logsumexp to lse.
 
-template <typename Traits>
+template <typename Traits, bool kVarlen = false>
 __device__ __forceinline__ void write_output(const FlashParams& params, Accumulators<Traits>& acc,
                                              unsigned char* smem) {
   using Element = typename Traits::Element;
@@ -431,10 +503,12 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
   const int warp = tid >> 5;
   const int m0 = block_first_row(Traits::kBlockM);
   const int64_t head = block_head(params);
-  const int seq_q = params.seq_q;
+  // lse is padded [batch, heads, seq_q] whatever the layout; rows past the sequence's own
+  // q_len are not written (a packed o has no such rows).
+  const int seq_q = kVarlen ? block_sequence<Traits>(smem).q_len : params.seq_q;
 
   // A row that saw no key has max -inf and sum 0: zeros out, -inf logsumexp.
-  float* lse = params.lse != nullptr ? params.lse + head * seq_q : nullptr;
+  float* lse = params.lse != nullptr ? params.lse + head * params.seq_q : nullptr;
 #pragma unroll
   for (int mi = 0; mi < Traits::kMTiles; ++mi)
 #pragma unroll
@@ -469,7 +543,9 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
       }
     }
   __syncwarp();
-  Element* o_tile = static_cast<Element*>(params.o) + (head * seq_q + m0) * kHeadDim;
+  const int64_t o_stride = kVarlen ? block_sequence<Traits>(smem).q_stride : kHeadDim;
+  Element* o_tile = static_cast<Element*>(params.o) +
+                    (kVarlen ? block_sequence<Traits>(smem).q_row0 : (head * seq_q + m0) * kHeadDim);
 #pragma unroll
   for (int i = 0; i < kWarpRows * kChunksPerRow / 32; ++i) {
     const int index = i * 32 + lane;
@@ -478,7 +554,7 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
     if (m0 + tile_row < seq_q) {
       const uint4 value = *reinterpret_cast<const uint4*>(smem + SmemLayout<Traits>::kQ + tile_row * kRowBytes +
                                                           ((chunk ^ (tile_row & 7)) << 4));
-      *reinterpret_cast<uint4*>(o_tile + tile_row * kHeadDim + chunk * 8) = value;
+      *reinterpret_cast<uint4*>(o_tile + tile_row * o_stride + chunk * 8) = value;
     }
   }
 }
@@ -487,9 +563,12 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
 // The kernel
 
 // kMasked: rows see a band of keys (params.mask: causal and/or a window, either alignment).
-template <typename Traits, bool kMasked>
+// kVarlen: a ragged or paged batch (always instantiated with kMasked: the band is per sequence).
+template <typename Traits, bool kMasked, bool kVarlen = false>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
     flash_fwd_kernel(const __grid_constant__ FlashParams params) {
+  static_assert(!kVarlen || kMasked, "the varlen kernel evaluates each sequence's band");
+  static_assert(sizeof(BlockSequence) <= Traits::kSmemBytes - Traits::kKVHeadOffset);
   using Element = typename Traits::Element;
   constexpr int kBlockM = Traits::kBlockM;
   constexpr int kBlockN = Traits::kBlockN;
@@ -501,15 +580,53 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
   const uint32_t smem_base = shared_address(smem);
   const int tid = static_cast<int>(threadIdx.x);
   const int m0 = block_first_row(kBlockM);
-  const int seq_q = params.seq_q;
-  const int seq_kv = params.seq_kv;
+  int seq_q = params.seq_q;
+  int seq_kv = params.seq_kv;
+  MaskBounds mask = params.mask;
+  int64_t kv_base = 0;
+  int kv_stride = Traits::kHeadDim;
+  if constexpr (kVarlen) {
+    // This block's sequence: its lengths, its band, where its rows live.
+    const int b = fresh_block_index_z();
+    const int h = fresh_block_index_y();
+    const int kv_h = h / params.group_size;
+    if (params.seq_lens_q != nullptr) seq_q = params.seq_lens_q[b];
+    if (params.seq_lens_kv != nullptr) seq_kv = params.seq_lens_kv[b];
+    if (m0 >= seq_q) return;  // a shorter sequence has no rows in this query tile
+    mask = params.mask.for_lengths(seq_q, seq_kv);
+    const int64_t kv_row = static_cast<int64_t>(params.heads_kv) * Traits::kHeadDim;
+    if (params.block_table != nullptr) {
+      kv_base = static_cast<int64_t>(kv_h) * Traits::kHeadDim;
+      kv_stride = static_cast<int>(kv_row);
+    } else if (params.cu_seqlens_kv != nullptr) {
+      kv_base = static_cast<int64_t>(params.cu_seqlens_kv[b]) * kv_row + static_cast<int64_t>(kv_h) * Traits::kHeadDim;
+      kv_stride = static_cast<int>(kv_row);
+    } else {
+      kv_base = (static_cast<int64_t>(b) * params.heads_kv + kv_h) * params.seq_kv * Traits::kHeadDim;
+    }
+    BlockSequence seq;
+    seq.kv_base = kv_base;
+    seq.kv_stride = kv_stride;
+    seq.kv_len = seq_kv;
+    seq.q_len = seq_q;
+    seq.mask = mask;
+    if (params.cu_seqlens_q != nullptr) {
+      seq.q_stride = params.heads * Traits::kHeadDim;
+      seq.q_row0 = ((static_cast<int64_t>(params.cu_seqlens_q[b]) + m0) * params.heads + h) * Traits::kHeadDim;
+    } else {
+      seq.q_stride = Traits::kHeadDim;
+      seq.q_row0 = ((static_cast<int64_t>(b) * params.heads + h) * params.seq_q + m0) * Traits::kHeadDim;
+    }
+    if (tid == 0) *reinterpret_cast<BlockSequence*>(smem + SmemLayout<Traits>::kKVHead) = seq;
+    __syncthreads();  // published before any read, also for a block that visits no tile
+  }
 
   // The K/V tiles the block visits (core/mask_bounds.hpp): [begin, end), of which
   // [unmasked_begin, unmasked_end) hold only keys every row of the block sees; the others need
   // element masks. Without a band: every tile, the last one masked when it is partial.
   KeyTiles tiles;
   if constexpr (kMasked) {
-    tiles = key_tiles(params.mask, seq_q, seq_kv, m0, kBlockM, kBlockN);
+    tiles = key_tiles(mask, seq_q, seq_kv, m0, kBlockM, kBlockN);
   } else {
     tiles.end = (seq_kv + kBlockN - 1) / kBlockN;
     tiles.unmasked_end = seq_kv / kBlockN;
@@ -517,18 +634,33 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
 
   // Prologue: Q with K/V tile `begin` in one group, the next kStages-2 tiles in groups of their
   // own. A block whose rows see no key loads nothing and writes zeros.
-  const int64_t kv_head = block_kv_head(params) * seq_kv * Traits::kHeadDim;
-  // Published to the other threads by the first tile's barrier.
-  if (tid == 0) *reinterpret_cast<int64_t*>(smem + SmemLayout<Traits>::kKVHead) = kv_head;
-  if (tiles.begin < tiles.end) {
-    const Element* q_tile =
-        static_cast<const Element*>(params.q) + (block_head(params) * seq_q + m0) * Traits::kHeadDim;
-    TileCopy<Traits>::of_thread(tid).template copy<kBlockM>(smem_base + SmemLayout<Traits>::kQ, q_tile, seq_q - m0);
-  }
+  if constexpr (kVarlen) {
+    if (tiles.begin < tiles.end) {
+      const BlockSequence& seq = block_sequence<Traits>(smem);
+      TileCopy<Traits>::of_thread(tid).template copy_rows<kBlockM>(
+          smem_base + SmemLayout<Traits>::kQ, static_cast<const Element*>(params.q) + seq.q_row0, seq.q_stride,
+          seq_q - m0, 0, nullptr, 1);
+    }
 #pragma unroll
-  for (int n = 0; n < Traits::kStages - 1; ++n) {
-    if (tiles.begin + n < tiles.end) copy_kv_tile<Traits>(params, smem_base, kv_head, tiles.begin + n);
-    cp_async_commit();
+    for (int n = 0; n < Traits::kStages - 1; ++n) {
+      if (tiles.begin + n < tiles.end)
+        copy_kv_tile_varlen<Traits>(params, smem_base, kv_base, kv_stride, seq_kv, tiles.begin + n);
+      cp_async_commit();
+    }
+  } else {
+    const int64_t kv_head = block_kv_head(params) * seq_kv * Traits::kHeadDim;
+    // Published to the other threads by the first tile's barrier.
+    if (tid == 0) *reinterpret_cast<int64_t*>(smem + SmemLayout<Traits>::kKVHead) = kv_head;
+    if (tiles.begin < tiles.end) {
+      const Element* q_tile =
+          static_cast<const Element*>(params.q) + (block_head(params) * seq_q + m0) * Traits::kHeadDim;
+      TileCopy<Traits>::of_thread(tid).template copy<kBlockM>(smem_base + SmemLayout<Traits>::kQ, q_tile, seq_q - m0);
+    }
+#pragma unroll
+    for (int n = 0; n < Traits::kStages - 1; ++n) {
+      if (tiles.begin + n < tiles.end) copy_kv_tile<Traits>(params, smem_base, kv_head, tiles.begin + n);
+      cp_async_commit();
+    }
   }
 
   Accumulators<Traits> acc;
@@ -549,15 +681,15 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
   if constexpr (kMasked) {
     // Left edge of a window first (empty when the band has none), whole tiles, then the right
     // edge: the diagonal, a window's right bound, the last keys.
-    for (; n < tiles.unmasked_begin; ++n) attend_tile<Traits, true, true>(params, smem, n, tiles.end, acc);
-    for (; n < tiles.unmasked_end; ++n) attend_tile<Traits, true, false>(params, smem, n, tiles.end, acc);
-    for (; n < tiles.end; ++n) attend_tile<Traits, true, true>(params, smem, n, tiles.end, acc);
+    for (; n < tiles.unmasked_begin; ++n) attend_tile<Traits, true, true, kVarlen>(params, smem, n, tiles.end, acc);
+    for (; n < tiles.unmasked_end; ++n) attend_tile<Traits, true, false, kVarlen>(params, smem, n, tiles.end, acc);
+    for (; n < tiles.end; ++n) attend_tile<Traits, true, true, kVarlen>(params, smem, n, tiles.end, acc);
   } else {
     for (; n < tiles.unmasked_end; ++n) attend_tile<Traits, false, false>(params, smem, n, tiles.end, acc);
     for (; n < tiles.end; ++n) attend_tile<Traits, false, true>(params, smem, n, tiles.end, acc);
   }
 
-  write_output<Traits>(params, acc, smem);
+  write_output<Traits, kVarlen>(params, acc, smem);
 #endif
 }
 

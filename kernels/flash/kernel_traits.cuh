@@ -34,10 +34,10 @@ struct FlashFwdTraits {
   static constexpr int kQBytes = kBlockM * kRowBytes;
   static constexpr int kKVTileBytes = kBlockN * kRowBytes;
   // After the K/V stages: per-lane running row sums (kMTiles x 2 floats per thread), then the
-  // block's K/V element offset (8 bytes).
+  // block's K/V element offset (8 bytes) or, in the ragged/paged kernel, its BlockSequence.
   static constexpr int kRowSumsOffset = kQBytes + 2 * kStages * kKVTileBytes;
   static constexpr int kKVHeadOffset = kRowSumsOffset + kMTiles * 2 * kThreads * 4;
-  static constexpr int kSmemBytes = kKVHeadOffset + 16;
+  static constexpr int kSmemBytes = kKVHeadOffset + 64;
 
   static_assert(std::is_same_v<Element, __nv_bfloat16> || std::is_same_v<Element, __half>);
   static_assert(kHeadDim % 64 == 0, "rows must be whole 128-byte swizzle atoms");

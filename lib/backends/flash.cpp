@@ -1,28 +1,74 @@
-// The flash backend: one FlashAttention-2-style fused forward kernel (kernels/flash) per call.
-// bf16/fp16, head dims 64 and 128, any seq_q and seq_kv, GQA/MQA (K/V heads read in place),
-// causal and sliding windows in either alignment (one "masked" instantiation with the bounds as
-// run-time values: tiles outside the band are skipped, its edges masked); it writes o and, when
-// asked, the logsumexp (-inf for a row that sees no key). The score matrix never reaches device
-// memory.
+// The flash backend. Two paths:
+// - prefill: one FlashAttention-2-style fused forward kernel (kernels/flash) per call. bf16/fp16,
+//   head dims 64 and 128, any seq_q and seq_kv, GQA/MQA (K/V heads read in place), causal and
+//   sliding windows in either alignment (one "masked" instantiation with the bounds as run-time
+//   values: tiles outside the band are skipped, its edges masked).
+// - decode (group_size * seq_q <= 16 query rows per K/V head): kernels/decode, one block per
+//   (split, K/V head, sequence) reading K and V once per K/V head; split over the keys with a
+//   combine kernel when the unsplit grid would leave SMs idle (kernels/decode/decode_split.hpp).
+//   Dense, packed (ragged) or paged K/V, dense or packed q.
+// Both write o and, when asked, the logsumexp (-inf for a row that sees no key). The score
+// matrix never reaches device memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <map>
+#include <optional>
 #include <set>
+#include <stdexcept>
+#include <utility>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "backends/factories.hpp"
 #include "core/mask_bounds.hpp"
+#include "decode/decode.hpp"
+#include "decode/decode_split.hpp"
 #include "flash/flash.hpp"
 #include "gpu/cuda_check.hpp"
+#include "gpu/device_memory.hpp"
 
 namespace attnprof {
 namespace {
 
 constexpr int kMaxGridYZ = 65535;  // heads go on grid.y, batch on grid.z
 constexpr int kMaxSequence = 1 << 29;  // MaskBounds' arithmetic stays inside int below this
+
+// Few query rows per K/V head against the keys: the decode kernels (their M tile holds them all).
+bool is_decode(const AttentionProblem& problem) {
+  return static_cast<long long>(problem.shape.seq_q) * problem.shape.group_size() <= kernels::kDecodeMaxRows;
+}
+
+// Ragged or paged: the prefill path takes the varlen kernel (per-sequence lengths and bands).
+bool is_varlen(const AttentionShape& s) { return s.ragged() || s.paged(); }
+
+// A ragged or paged shape whose buffers lack the device arrays it needs is a caller's bug.
+void require_sequence_arrays(const AttentionShape& s, const int* seq_lens_q, const int* seq_lens_kv,
+                             const int* cu_seqlens_q, const int* cu_seqlens_kv, const int* block_table) {
+  if ((!s.seq_lens_q.empty() && seq_lens_q == nullptr) || (!s.seq_lens_kv.empty() && seq_lens_kv == nullptr) ||
+      (s.packed_q() && cu_seqlens_q == nullptr) || (s.packed_kv() && cu_seqlens_kv == nullptr) ||
+      (s.paged() && block_table == nullptr))
+    throw std::invalid_argument("flash: the shape is ragged or paged but the buffers lack its sequence arrays");
+}
+
+// Key tiles of the longest visible key range over the batch (what the splits divide).
+int decode_key_tiles(const AttentionProblem& problem) {
+  const AttentionShape& s = problem.shape;
+  const MaskBounds bounds = mask_bounds(problem);
+  int most = 0;
+  for (int b = 0; b < s.batch; ++b) {
+    const int q_len = s.q_len(b);
+    const int kv_len = s.kv_len(b);
+    if (q_len == 0 || kv_len == 0) continue;
+    const MaskBounds m = bounds.for_lengths(q_len, kv_len);
+    const int lo = m.first_key(0);
+    const int hi = m.last_key(q_len - 1, kv_len);
+    if (hi >= lo) most = std::max(most, hi / kernels::kDecodeBlockKeys - lo / kernels::kDecodeBlockKeys + 1);
+  }
+  return most;
+}
 
 class FlashBackend final : public AttentionBackend {
  public:
@@ -55,19 +101,34 @@ class FlashBackend final : public AttentionBackend {
     if (s.heads > kMaxGridYZ || s.batch > kMaxGridYZ)
       return fmt::format("flash launches heads on grid.y and batch on grid.z, at most {} each (got {} x {})",
                          kMaxGridYZ, s.batch, s.heads);
+    if (s.paged() && s.page_size % kernels::kDecodeBlockKeys != 0) {
+      if (is_decode(problem))
+        return fmt::format("flash decode reads K/V in tiles of {} keys that must not cross a page: page_size must "
+                           "be a multiple of {} (got {})",
+                           kernels::kDecodeBlockKeys, kernels::kDecodeBlockKeys, s.page_size);
+    }
     return std::nullopt;
   }
 
   void prepare(const AttentionProblem& problem, cudaStream_t) override {
+    if (is_decode(problem)) {
+      prepare_decode(problem);
+      return;
+    }
     // One-time per instantiation: raise its dynamic shared-memory limit.
-    const bool masked = mask_bounds(problem).bounded();
-    const auto key = std::make_tuple(problem.dtype, problem.shape.head_dim, masked);
+    const bool varlen = is_varlen(problem.shape);
+    const bool masked = varlen || mask_bounds(problem).bounded();
+    const auto key = std::make_tuple(problem.dtype, problem.shape.head_dim, masked, varlen);
     if (prepared_.count(key) != 0) return;
-    CUDA_CHECK(kernels::flash_prepare(problem.dtype, problem.shape.head_dim, masked));
+    CUDA_CHECK(kernels::flash_prepare(problem.dtype, problem.shape.head_dim, masked, varlen));
     prepared_.insert(key);
   }
 
   void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
+    if (is_decode(problem)) {
+      run_decode(problem, buffers, stream);
+      return;
+    }
     kernels::FlashParams params;
     params.q = buffers.q;
     params.k = buffers.k;
@@ -83,12 +144,96 @@ class FlashBackend final : public AttentionBackend {
     params.scale = problem.softmax_scale();
     params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
     params.mask = mask_bounds(problem);
-    kernels::flash_forward(params, problem.dtype, problem.shape.head_dim, params.mask.bounded(), stream);
+    const AttentionShape& s = problem.shape;
+    const bool varlen = is_varlen(s);
+    if (varlen) {
+      params.seq_lens_q = s.seq_lens_q.empty() ? nullptr : buffers.seq_lens_q;
+      params.seq_lens_kv = s.seq_lens_kv.empty() ? nullptr : buffers.seq_lens_kv;
+      params.cu_seqlens_q = s.packed_q() ? buffers.cu_seqlens_q : nullptr;
+      params.cu_seqlens_kv = s.packed_kv() ? buffers.cu_seqlens_kv : nullptr;
+      params.block_table = s.paged() ? buffers.block_table : nullptr;
+      require_sequence_arrays(s, params.seq_lens_q, params.seq_lens_kv, params.cu_seqlens_q, params.cu_seqlens_kv,
+                              params.block_table);
+      params.page_size = s.page_size;
+      params.pages_per_sequence = s.pages_per_sequence();
+    }
+    kernels::flash_forward(params, problem.dtype, s.head_dim, varlen || params.mask.bounded(), varlen, stream);
     CUDA_CHECK_LAUNCH();
   }
 
  private:
-  std::set<std::tuple<DType, int, bool>> prepared_;
+  // The split count (from the device's SMs and the kernel's blocks per SM) and the workspace.
+  void prepare_decode(const AttentionProblem& problem) {
+    const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
+    auto found = decode_blocks_per_sm_.find(key);
+    if (found == decode_blocks_per_sm_.end()) {
+      int blocks_per_sm = 0;
+      CUDA_CHECK(kernels::decode_prepare(problem.dtype, problem.shape.head_dim, &blocks_per_sm));
+      found = decode_blocks_per_sm_.emplace(key, blocks_per_sm).first;
+    }
+    if (sm_count_ == 0) {
+      int device = 0;
+      CUDA_CHECK(cudaGetDevice(&device));
+      CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+    }
+    kernels::DecodeSplitInputs in;
+    in.blocks = static_cast<long long>(problem.shape.batch) * problem.shape.kv_heads();
+    in.key_tiles = std::max(decode_key_tiles(problem), 1);
+    in.sm_count = sm_count_;
+    in.blocks_per_sm = found->second;
+    in.min_tiles_per_split = kernels::kDecodeWarps;
+    in.max_splits = kernels::kDecodeMaxSplits;
+    decode_splits_ = kernels::choose_decode_splits(in);
+    if (decode_splits_ > 1)
+      workspace_.reserve(static_cast<std::size_t>(kernels::decode_workspace_floats(problem.shape, decode_splits_)) *
+                         sizeof(float));
+    decode_problem_ = problem;
+  }
+
+  void run_decode(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) {
+    if (!decode_problem_ || !(*decode_problem_ == problem))
+      throw std::logic_error("flash: run() of a decode problem before prepare() of that problem");
+    const AttentionShape& s = problem.shape;
+    kernels::DecodeParams params;
+    params.q = buffers.q;
+    params.k = buffers.k;
+    params.v = buffers.v;
+    params.o = buffers.o;
+    params.lse = buffers.lse;
+    params.seq_lens_q = s.seq_lens_q.empty() ? nullptr : buffers.seq_lens_q;
+    params.seq_lens_kv = s.seq_lens_kv.empty() ? nullptr : buffers.seq_lens_kv;
+    params.cu_seqlens_q = s.packed_q() ? buffers.cu_seqlens_q : nullptr;
+    params.cu_seqlens_kv = s.packed_kv() ? buffers.cu_seqlens_kv : nullptr;
+    params.block_table = s.paged() ? buffers.block_table : nullptr;
+    require_sequence_arrays(s, params.seq_lens_q, params.seq_lens_kv, params.cu_seqlens_q, params.cu_seqlens_kv,
+                            params.block_table);
+    params.batch = s.batch;
+    params.heads = s.heads;
+    params.heads_kv = s.kv_heads();
+    params.group_size = s.group_size();
+    params.seq_q = s.seq_q;
+    params.seq_kv = s.seq_kv;
+    params.page_size = s.page_size;
+    params.pages_per_sequence = s.pages_per_sequence();
+    params.scale = problem.softmax_scale();
+    params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
+    params.mask = mask_bounds(problem);
+    params.splits = decode_splits_;
+    if (decode_splits_ > 1) {
+      params.partial_o = workspace_.as<float>();
+      params.partial_lse =
+          params.partial_o + static_cast<long long>(decode_splits_) * s.batch * s.heads * s.seq_q * s.head_dim;
+    }
+    kernels::decode_forward(params, problem.dtype, s.head_dim, stream);
+    CUDA_CHECK_LAUNCH();
+  }
+
+  std::set<std::tuple<DType, int, bool, bool>> prepared_;
+  std::map<std::pair<DType, int>, int> decode_blocks_per_sm_;
+  int sm_count_ = 0;
+  int decode_splits_ = 1;
+  std::optional<AttentionProblem> decode_problem_;
+  DeviceBuffer workspace_;  // split-KV partial O and logsumexp, grown in prepare()
 };
 
 }  // namespace

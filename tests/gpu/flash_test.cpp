@@ -1,6 +1,6 @@
 // The flash backend beyond the generic output check: its logsumexp against the float64
 // reference on every shape class (1, 17, 1000, 4097, seq_q != seq_kv, both causal settings, both
-// dtypes, d64/d128), a null lse pointer, grids with many heads and batches, bitwise repeatability
+// dtypes, d64/d128), ragged and paged prefill (the varlen kernel), a null lse pointer, grids with many heads and batches, bitwise repeatability
 // (a moving result is a race), and the reasons it gives for what it rejects.
 #include <cctype>
 #include <cstdio>
@@ -76,6 +76,72 @@ TEST_P(FlashLogsumexp, OutputAndLogsumexpMatchFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashLogsumexp, testing::ValuesIn(lse_cases()), case_name);
+
+// Ragged and paged prefill (the varlen kernel): packed q/o and k/v, per-sequence lengths (1, 17,
+// the maximum) and bands, a paged K/V cache of pages of 16 and 64 (and one of 48: a tile spans
+// pages that do not align with it), against the float64 reference per sequence.
+std::vector<AttentionProblem> varlen_cases() {
+  std::vector<AttentionProblem> cases;
+  for (DType dtype : {DType::bf16, DType::fp16})
+    for (int d : {64, 128})
+      for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
+        AttentionProblem same = make_problem({3, 4, 300, 300, 0}, d, dtype, false);
+        same.shape.heads_kv = 2;
+        same.shape.seq_lens_q = {1, 17, 300};
+        same.shape.seq_lens_kv = {1, 17, 300};
+        set_causal_mode(same, causal);
+        cases.push_back(same);
+        AttentionProblem differ = same;  // seq_q != seq_kv within each sequence
+        differ.shape.seq_kv = 333;
+        differ.shape.seq_lens_q = {17, 300, 1};
+        differ.shape.seq_lens_kv = {333, 17, 129};
+        cases.push_back(differ);
+        AttentionProblem kv_only = same;  // dense q, packed k/v
+        kv_only.shape.seq_q = 130;
+        kv_only.shape.seq_lens_q.clear();
+        kv_only.shape.seq_lens_kv = {200, 1, 300};
+        cases.push_back(kv_only);
+        for (int page : {16, 48, 64}) {
+          AttentionProblem paged = differ;
+          paged.shape.page_size = page;
+          cases.push_back(paged);
+        }
+      }
+  AttentionProblem window = make_problem({2, 8, 500, 700, 0}, 128, DType::bf16, false);
+  window.shape.heads_kv = 2;
+  window.shape.seq_lens_q = {500, 77};
+  window.shape.seq_lens_kv = {700, 400};
+  window.shape.page_size = 64;
+  window.window = {100, 0};
+  set_causal_mode(window, CausalMode::bottom_right);
+  cases.push_back(window);
+  return cases;
+}
+
+std::string varlen_name(const testing::TestParamInfo<AttentionProblem>& info) {
+  const AttentionShape& s = info.param.shape;
+  std::string name = case_name(info) + (s.packed_q() ? "_packed_q" : "_dense_q") +
+                     (s.paged() ? "_paged" + std::to_string(s.page_size) : s.packed_kv() ? "_packed_kv" : "") + "_" +
+                     std::to_string(info.index);
+  return name;
+}
+
+class FlashVarlen : public testing::TestWithParam<AttentionProblem> {};
+
+TEST_P(FlashVarlen, OutputAndLogsumexpMatchFloat64Reference) {
+  skip_unless_device_supported();
+  const AttentionProblem& problem = GetParam();
+  ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
+  const std::uint64_t seed = std::random_device{}();
+  CudaStream stream;
+  DeviceCase device_case(problem, seed, stream.get());
+  const Verification v = run_and_verify(flash(), device_case, stream.get(), {.compare_lse = true});
+  EXPECT_TRUE(v.passed) << case_label("flash", problem) << " seed " << seed << ": " << v.detail;
+  EXPECT_EQ(v.non_finite, 0);
+  EXPECT_GT(v.rows_checked, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ragged, FlashVarlen, testing::ValuesIn(varlen_cases()), varlen_name);
 
 // lse == nullptr: the output is still right and the lse buffer is never written.
 TEST(Flash, NullLogsumexpIsNotWritten) {

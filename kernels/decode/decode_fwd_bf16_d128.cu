@@ -1,0 +1,4 @@
+// flash decode: bf16, head dim 128.
+#include "decode/decode_launch.cuh"
+
+template struct attnprof::kernels::DecodeForward<attnprof::DType::bf16, 128>;

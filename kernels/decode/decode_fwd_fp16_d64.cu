@@ -1,0 +1,4 @@
+// flash decode: fp16, head dim 64.
+#include "decode/decode_launch.cuh"
+
+template struct attnprof::kernels::DecodeForward<attnprof::DType::fp16, 64>;

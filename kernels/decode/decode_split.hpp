@@ -1,0 +1,46 @@
+// How many parts a decode problem's keys are split into (split-KV), as a pure host function so
+// the CPU tests check it. Plain C++: no CUDA types.
+#pragma once
+
+#include <algorithm>
+
+namespace attnprof::kernels {
+
+// What the choice depends on: the blocks one split gives (batch x K/V heads), the key tiles of
+// the longest sequence, and how many blocks the device runs at once.
+struct DecodeSplitInputs {
+  long long blocks = 1;       // batch * heads_kv: one block per (sequence, K/V head) per split
+  int key_tiles = 1;          // key tiles of the longest sequence's visible range
+  int sm_count = 1;           // the device's SMs
+  int blocks_per_sm = 1;      // resident blocks of the decode kernel per SM (occupancy)
+  int min_tiles_per_split = 1;  // fewer tiles than this per split starves the block's warps
+  int max_splits = 128;       // the workspace's bound
+};
+
+// Splits in [1, max_splits]. No split when the unsplit grid already fills the device: at least
+// one full wave, or a last partial wave that keeps 85% of the slots busy on average. Otherwise
+// the fewest splits within 5% of the best busy fraction (a second kernel and a workspace round
+// trip cost something, so no more splits than that); never more splits than key tiles, nor so
+// many that a split holds fewer than min_tiles_per_split tiles.
+inline int choose_decode_splits(const DecodeSplitInputs& in) {
+  const long long slots = static_cast<long long>(std::max(in.sm_count, 1)) * std::max(in.blocks_per_sm, 1);
+  const long long blocks = std::max(in.blocks, 1LL);
+  auto busy = [&](long long s) {  // mean fraction of slots busy over the waves of blocks * s
+    const long long total = blocks * s;
+    const long long waves = (total + slots - 1) / slots;
+    return static_cast<double>(total) / static_cast<double>(waves * slots);
+  };
+  if (blocks >= slots && busy(1) >= 0.85) return 1;
+  const int by_tiles = std::max(1, in.key_tiles / std::max(in.min_tiles_per_split, 1));
+  const int limit = std::max(1, std::min({in.max_splits, in.key_tiles, by_tiles}));
+  if (limit == 1) return 1;
+  // Busy fraction alone prefers one wave of tiny blocks; also ask for a wave at least as full
+  // as the unsplit grid's, then take the fewest splits within 5% of the best seen.
+  double best = 0.0;
+  for (int s = 1; s <= limit; ++s) best = std::max(best, busy(s) * std::min(1.0, double(blocks * s) / double(slots)));
+  for (int s = 1; s <= limit; ++s)
+    if (busy(s) * std::min(1.0, double(blocks * s) / double(slots)) >= 0.95 * best) return s;
+  return limit;
+}
+
+}  // namespace attnprof::kernels
