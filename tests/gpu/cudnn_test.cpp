@@ -7,6 +7,7 @@
 // loaded cuDNN does with the bands the backend refuses (rows that see no key, seq_q > seq_kv).
 // Ragged batches and paged K/V caches (issue 19): the version gates of the per-sequence features,
 // the ragged offsets, and on the GPU every layout against the float64 reference.
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -426,6 +427,56 @@ TEST(CudnnProbe, DISABLED_BandsTheBackendRefuses) {
     }
     std::printf("  %-56s rows without keys %3d: %s\n", label(p).c_str(), empty, outcome.c_str());
     RecordProperty(label(p), outcome);
+  }
+}
+
+// Not a regular test (timings are never asserted): decode at the issue's shapes, dense K/V
+// against a paged cache (pages of 16 and 64) of the same lengths, and a ragged cache, in GB/s of
+// the minimum-bytes model (median of 20 runs, CUDA events). Run it alone:
+// gpu_cudnn_test --gtest_also_run_disabled_tests --gtest_filter='CudnnProbe.DISABLED_DecodeBandwidth'
+TEST(CudnnProbe, DISABLED_DecodeBandwidth) {
+  auto backend = make_cudnn_backend(CudnnBackendOptions{});
+  if (auto reason = backend->check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+  std::printf("cuDNN %s\n", cudnn_runtime_description().c_str());
+  struct Shape {
+    int batch, seq_kv;
+  };
+  CudaStream stream;
+  for (const Shape& shape : {Shape{8, 32768}, Shape{64, 4096}, Shape{1, 131072}}) {
+    const AttentionProblem dense = problem(shape.batch, 32, 8, 1, shape.seq_kv, 128, kFull);
+    std::vector<int> lens(static_cast<std::size_t>(shape.batch));
+    for (int b = 0; b < shape.batch; ++b) lens[static_cast<std::size_t>(b)] = shape.seq_kv - (b * 977) % (shape.seq_kv / 2);
+    for (const AttentionProblem& p : {dense, ragged(dense, {}, {}, 16), ragged(dense, {}, {}, 64),
+                                      ragged(dense, {}, lens), ragged(dense, {}, lens, 64)}) {
+      std::string outcome;
+      try {
+        if (auto reason = backend->check_problem(p)) {
+          outcome = "skipped: " + *reason;
+        } else {
+          DeviceCase device_case(p, 1234, stream.get());
+          backend->prepare(p, stream.get());
+          const AttentionBuffers buffers = device_case.buffers();
+          for (int i = 0; i < 3; ++i) backend->run(p, buffers, stream.get());
+          std::vector<float> ms;
+          for (int i = 0; i < 20; ++i) {
+            CudaEvent start, stop;
+            CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+            backend->run(p, buffers, stream.get());
+            CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+            CUDA_CHECK(cudaEventSynchronize(stop.get()));
+            float elapsed = 0.f;
+            CUDA_CHECK(cudaEventElapsedTime(&elapsed, start.get(), stop.get()));
+            ms.push_back(elapsed);
+          }
+          std::sort(ms.begin(), ms.end());
+          const double median_ms = ms[ms.size() / 2];
+          outcome = fmt::format("{:8.1f} us  {:7.0f} GB/s", median_ms * 1e3, attention_min_bytes(p) / (median_ms * 1e6));
+        }
+      } catch (const std::exception& e) {
+        outcome = std::string("failed: ") + e.what();
+      }
+      std::printf("  %-72s %s\n", ragged_label(p).c_str(), outcome.c_str());
+    }
   }
 }
 
