@@ -83,6 +83,27 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename Word>
+__global__ void __launch_bounds__(kThreads)
+    scatter_rows_kernel(const Word* src, std::int64_t row_words, const std::int64_t* targets, std::int64_t row_count,
+                        Word* dst) {
+  const std::int64_t total = row_count * row_words;
+  const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += threads) {
+    const std::int64_t n = t / row_words;
+    const std::int64_t target = targets[n];
+    if (target >= 0) dst[target * row_words + (t - n * row_words)] = src[t];
+  }
+}
+
+template <typename Word>
+void launch_scatter(const void* src, std::int64_t row_bytes, const std::int64_t* targets, std::int64_t row_count,
+                    void* dst, cudaStream_t stream) {
+  const std::int64_t row_words = row_bytes / static_cast<std::int64_t>(sizeof(Word));
+  scatter_rows_kernel<Word><<<blocks_for(row_count * row_words), kThreads, 0, stream>>>(
+      static_cast<const Word*>(src), row_words, targets, row_count, static_cast<Word*>(dst));
+}
+
+template <typename Word>
 void launch_gather(const void* src, std::int64_t row_bytes, const std::int64_t* rows, std::int64_t row_count,
                    void* dst, cudaStream_t stream) {
   const std::int64_t row_words = row_bytes / static_cast<std::int64_t>(sizeof(Word));
@@ -171,6 +192,24 @@ cudaError_t gather_rows(const void* src, std::int64_t row_bytes, const std::int6
     launch_gather<std::uint16_t>(src, row_bytes, rows, row_count, dst, stream);
   } else {
     launch_gather<std::uint8_t>(src, row_bytes, rows, row_count, dst, stream);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t scatter_rows(const void* src, std::int64_t row_bytes, const std::int64_t* targets, std::int64_t row_count,
+                         void* dst, cudaStream_t stream) {
+  if (row_bytes <= 0 || row_count < 0) throw std::invalid_argument("scatter_rows: bad row size or count");
+  if (row_count == 0) return cudaSuccess;
+  auto fits = [&](std::int64_t word) {
+    return row_bytes % word == 0 && aligned(src, static_cast<std::uintptr_t>(word)) &&
+           aligned(dst, static_cast<std::uintptr_t>(word));
+  };
+  if (fits(16)) {
+    launch_scatter<uint4>(src, row_bytes, targets, row_count, dst, stream);
+  } else if (fits(4)) {
+    launch_scatter<std::uint32_t>(src, row_bytes, targets, row_count, dst, stream);
+  } else {
+    launch_scatter<std::uint8_t>(src, row_bytes, targets, row_count, dst, stream);
   }
   return cudaGetLastError();
 }

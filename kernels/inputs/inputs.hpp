@@ -24,6 +24,11 @@ cudaError_t fill_uniform(void* dst, DType dtype, std::int64_t count, std::uint64
 cudaError_t gather_rows(const void* src, std::int64_t row_bytes, const std::int64_t* rows, std::int64_t row_count,
                         void* dst, cudaStream_t stream);
 
+// dst row targets[n] = src row n for n in [0, row_count) where targets[n] >= 0 (rows of `row_bytes`
+// bytes; `targets` in device memory): puts logically ordered rows into a packed or paged layout.
+cudaError_t scatter_rows(const void* src, std::int64_t row_bytes, const std::int64_t* targets, std::int64_t row_count,
+                         void* dst, cudaStream_t stream);
+
 // What count_non_finite() found, in device memory.
 struct NonFiniteElements {
   unsigned long long count;  // NaN or infinity

@@ -98,6 +98,16 @@ int backends_command(const BackendsRequest& o) {
            set_causal_mode(p, CausalMode::top_left);
            p.window = {64, 0};
          }},
+        {"ragged batch (packed)", [](AttentionProblem& p) {
+           p.shape.seq_lens_q = {96};
+           p.shape.seq_lens_kv = {160};
+         }},
+        {"paged K/V (pages of 16)", [](AttentionProblem& p) { p.shape.page_size = 16; }},
+        {"decode (1 query token, GQA 32/8)", [](AttentionProblem& p) {
+           p.shape.seq_q = 1;
+           p.shape.heads_kv = 8;
+           set_causal_mode(p, CausalMode::bottom_right);
+         }},
     };
     std::vector<std::string> runs, rejected;
     for (const Workload& w : workloads) {

@@ -258,7 +258,8 @@ Config parse_config(std::string_view text, std::string_view source,
 nlohmann::json shape_option_document(std::string_view text) {
   static const std::vector<std::pair<std::string, std::string>> kSizes = {
       {"b", "batch"}, {"h", "heads"}, {"hkv", "heads_kv"}, {"sq", "seq_q"}, {"skv", "seq_kv"}, {"d", "head_dim"}};
-  static const std::vector<std::string> kKeys = {"b", "h", "hkv", "sq", "skv", "d", "causal", "window", "dtype", "bias"};
+  static const std::vector<std::string> kKeys = {"b",      "h",      "hkv",   "sq",   "skv", "d",   "causal",
+                                                 "window", "dtype",  "bias",  "lq",   "lkv", "page"};
   std::vector<ConfigIssue> issues;
   auto fail = [&](std::string message) { issues.push_back({"", std::move(message)}); };
   auto integer = [&](const std::string& key, const std::string& value) -> std::optional<std::int64_t> {
@@ -300,6 +301,17 @@ nlohmann::json shape_option_document(std::string_view text) {
       }
       const auto left = integer(key, value.substr(0, colon)), right = integer(key, value.substr(colon + 1));
       if (left && right) shape["window"] = {*left, *right};
+    } else if (key == "lq" || key == "lkv") {  // ragged lengths, one per sequence: lq=1:17:64
+      nlohmann::json lens = nlohmann::json::array();
+      std::size_t from = 0;
+      while (from <= value.size()) {
+        const std::size_t colon = std::min(value.find(':', from), value.size());
+        if (const auto n = integer(key, value.substr(from, colon - from))) lens.push_back(*n);
+        from = colon + 1;
+      }
+      shape[key == "lq" ? "seq_lens_q" : "seq_lens_kv"] = lens;
+    } else if (key == "page") {
+      if (const auto n = integer(key, value)) shape["page_size"] = *n;
     } else if (key == "dtype") {
       document["dtypes"] = {value};
     } else if (key == "bias") {

@@ -20,6 +20,9 @@ struct ShapeSpec {
   AttentionShape shape;   // heads_kv included (GQA/MQA)
   AttentionWindow window;  // a sliding window around the diagonal; unbounded by default
   bool bias = false;      // add an additive fp32 [seq_q, seq_kv] bias (backends that support it)
+  // This shape's own causal settings ("causal" in the shape: one or a list), in place of the
+  // config's: decode needs bottom_right where prefill shapes beside it sweep both.
+  std::vector<CausalMode> causal;
 };
 
 // A user's guess about what the trace will show, for one backend (variant or family) and

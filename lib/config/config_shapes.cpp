@@ -19,8 +19,10 @@ constexpr std::uint64_t kMaxSequence = std::uint64_t{1} << 24;
 constexpr std::uint64_t kMaxBatchTimesHeads = INT_MAX;  // kernels index batch*heads in an int
 
 const std::vector<std::string> kShapeKeys = {"batch", "heads", "seq_q", "seq_kv", "head_dim", "heads_kv"};
-const std::vector<std::string> kSweepShapeKeys = {"batch", "heads",  "seq_q", "seq_kv",
-                                                  "head_dim", "heads_kv", "window", "bias"};
+const std::vector<std::string> kSweepShapeKeys = {"batch",    "heads",    "seq_q",  "seq_kv",     "head_dim",
+                                                  "heads_kv", "window",   "bias",   "seq_lens_q", "seq_lens_kv",
+                                                  "page_size", "causal"};
+constexpr std::uint64_t kMaxPageSize = std::uint64_t{1} << 20;
 const std::vector<std::string> kCausalWords = {"top_left", "bottom_right"};
 
 std::optional<std::uint64_t> read_size(const json& object, const std::string& pointer, std::string_view key,
@@ -125,6 +127,51 @@ std::optional<AttentionWindow> read_window(const json& value, const std::string&
   return AttentionWindow{*sides[0], *sides[1]};
 }
 
+// "seq_lens_q" / "seq_lens_kv": a ragged batch, one length per sequence, each from 1 to the
+// maximum (seq_q / seq_kv).
+std::optional<std::vector<int>> read_lengths(const json& object, const std::string& pointer, std::string_view key,
+                                             int batch, int maximum, std::string_view maximum_name, IssueList& issues) {
+  const json* value = find_member(object, key);
+  if (!value) return std::vector<int>{};
+  const std::string member = child_pointer(pointer, key);
+  if (!value->is_array() || value->size() != static_cast<std::size_t>(batch)) {
+    issues.add(member, fmt::format("expected an array of batch = {} lengths, one per sequence, found {}", batch,
+                                   value->is_array() ? fmt::format("{} entries", value->size()) : describe_value(*value)));
+    return std::nullopt;
+  }
+  std::vector<int> lens;
+  bool ok = true;
+  for (std::size_t i = 0; i < value->size(); ++i) {
+    const json& v = (*value)[i];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > maximum) {
+      issues.add(child_pointer(member, i), fmt::format("expected a length from 1 to {} = {}, found {}", maximum_name,
+                                                       maximum, describe_value(v)));
+      ok = false;
+      continue;
+    }
+    lens.push_back(static_cast<int>(v.get<std::int64_t>()));
+  }
+  if (!ok) return std::nullopt;
+  return lens;
+}
+
+void read_ragged_and_pages(const json& object, const std::string& pointer, AttentionShape& shape, IssueList& issues) {
+  if (auto lens = read_lengths(object, pointer, "seq_lens_q", shape.batch, shape.seq_q, "seq_q", issues))
+    shape.seq_lens_q = std::move(*lens);
+  if (auto lens = read_lengths(object, pointer, "seq_lens_kv", shape.batch, shape.seq_kv, "seq_kv", issues))
+    shape.seq_lens_kv = std::move(*lens);
+  if (const json* value = find_member(object, "page_size")) {
+    const std::string member = child_pointer(pointer, "page_size");
+    if (!value->is_number_integer() || value->get<std::int64_t>() < 1 ||
+        value->get<std::int64_t>() > static_cast<std::int64_t>(kMaxPageSize)) {
+      issues.add(member, fmt::format("expected a page size in tokens from 1 to {}, found {}", kMaxPageSize,
+                                     describe_value(*value)));
+    } else {
+      shape.page_size = static_cast<int>(value->get<std::int64_t>());
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& pointer, IssueList& issues) {
@@ -135,8 +182,25 @@ std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& p
   if (const std::optional<AttentionShape> shape = read_sizes(value, pointer, issues)) {
     spec.shape = *shape;
     read_heads_kv(value, pointer, spec.shape, issues);
+    read_ragged_and_pages(value, pointer, spec.shape, issues);
     if (const json* window = find_member(value, "window"))
       if (auto bounds = read_window(*window, child_pointer(pointer, "window"), spec.shape, issues)) spec.window = *bounds;
+  }
+  if (const json* causal = find_member(value, "causal")) {
+    const std::string member = child_pointer(pointer, "causal");
+    if (!causal->is_array()) {
+      if (const auto mode = read_causal_mode(*causal, member, issues)) spec.causal = {*mode};
+    } else if (causal->empty()) {
+      issues.add(member, "expected a causal setting or a non-empty array of them, found an empty array");
+    } else {
+      for (std::size_t i = 0; i < causal->size(); ++i)
+        if (const auto mode = read_causal_mode((*causal)[i], child_pointer(member, i), issues)) {
+          if (std::find(spec.causal.begin(), spec.causal.end(), *mode) != spec.causal.end())
+            issues.add(child_pointer(member, i), fmt::format("duplicate causal setting {}", (*causal)[i].dump()));
+          else
+            spec.causal.push_back(*mode);
+        }
+    }
   }
   if (const json* bias = find_member(value, "bias")) {
     if (const std::optional<bool> has_bias = read_boolean(*bias, child_pointer(pointer, "bias"), issues)) {
@@ -159,7 +223,7 @@ std::optional<AttentionShape> read_expected_shape(const json& value, const std::
 }
 
 bool same_case(const ShapeSpec& a, const ShapeSpec& b) {
-  return a.shape == b.shape && a.window == b.window && a.bias == b.bias;
+  return a.shape == b.shape && a.window == b.window && a.bias == b.bias && a.causal == b.causal;
 }
 
 std::optional<CausalMode> read_causal_mode(const json& value, const std::string& pointer, IssueList& issues) {

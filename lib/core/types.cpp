@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace attnprof {
 
@@ -58,27 +59,74 @@ void set_causal_mode(AttentionProblem& p, CausalMode mode) {
   p.alignment = mode == CausalMode::bottom_right ? MaskAlignment::bottom_right : MaskAlignment::top_left;
 }
 
+namespace {
+
+// (query row, visible key) pairs of one head of one sequence of q_len rows against kv_len keys.
+double visible_pairs(const AttentionProblem& problem, int q_len, int kv_len) {
+  if (!problem.causal && !problem.window.bounded()) return static_cast<double>(q_len) * kv_len;
+  double pairs = 0;
+  for (int row = 0; row < q_len; ++row) pairs += visible_keys(problem, row, q_len, kv_len).count();
+  return pairs;
+}
+
+}  // namespace
+
 double attention_flops(const AttentionProblem& problem) {
   const AttentionShape& s = problem.shape;
-  double pairs = 0;  // (query row, visible key) pairs of one head
-  if (!problem.causal && !problem.window.bounded()) {
-    pairs = static_cast<double>(s.seq_q) * s.seq_kv;
+  double pairs = 0;  // over the batch, per head
+  if (!s.ragged()) {
+    pairs = s.batch * visible_pairs(problem, s.seq_q, s.seq_kv);
   } else {
-    for (int row = 0; row < s.seq_q; ++row) pairs += visible_keys(problem, row, s.seq_q, s.seq_kv).count();
+    for (int b = 0; b < s.batch; ++b) pairs += visible_pairs(problem, s.q_len(b), s.kv_len(b));
   }
-  return 4.0 * s.batch * s.heads * s.head_dim * pairs;
+  return 4.0 * s.heads * s.head_dim * pairs;
+}
+
+double attention_padded_flops(const AttentionProblem& problem) {
+  AttentionProblem padded = problem;
+  padded.shape.seq_lens_q.clear();
+  padded.shape.seq_lens_kv.clear();
+  return attention_flops(padded);
 }
 
 double attention_min_bytes(const AttentionProblem& problem) {
   const AttentionShape& s = problem.shape;
-  const double q_and_o = 2.0 * element_count_q(s);
-  const double k_and_v = 2.0 * element_count_kv(s);
-  return (q_and_o + k_and_v) * dtype_bytes(problem.dtype);
+  const double q_and_o = 2.0 * static_cast<double>(s.total_q()) * s.heads * s.head_dim;
+  const double k_and_v = 2.0 * static_cast<double>(s.total_kv()) * s.kv_heads() * s.head_dim;
+  double sequence_arrays = 0;  // int32: lengths, offsets, the block table
+  if (s.ragged()) sequence_arrays += 4.0 * (2.0 * s.batch + 1);
+  if (s.paged()) sequence_arrays += 4.0 * s.batch * s.pages_per_sequence();
+  return (q_and_o + k_and_v) * dtype_bytes(problem.dtype) + sequence_arrays;
 }
+
+namespace {
+
+// "1,17,64" for a few sequences, "sum 24576 max 8192" for many.
+std::string lengths_label(const std::vector<int>& lens) {
+  if (lens.size() <= 8) return fmt::format("{}", fmt::join(lens, ","));
+  long long sum = 0;
+  for (int len : lens) sum += len;
+  return fmt::format("sum {} max {}", sum, *std::max_element(lens.begin(), lens.end()));
+}
+
+}  // namespace
 
 std::string shape_label(const AttentionShape& s) {
   const std::string heads = s.kv_heads() != s.heads ? fmt::format("{}/{}", s.heads, s.kv_heads()) : std::to_string(s.heads);
-  return fmt::format("{}x{}x{}x{}x{}", s.batch, heads, s.seq_q, s.seq_kv, s.head_dim);
+  std::string text = fmt::format("{}x{}x{}x{}x{}", s.batch, heads, s.seq_q, s.seq_kv, s.head_dim);
+  return text;
+}
+
+std::string layout_label(const AttentionShape& s) {
+  std::vector<std::string> parts;
+  if (s.ragged()) {
+    std::vector<std::string> sides;
+    if (!s.seq_lens_q.empty()) sides.push_back("q " + lengths_label(s.seq_lens_q));
+    if (!s.seq_lens_kv.empty()) sides.push_back("kv " + lengths_label(s.seq_lens_kv));
+    parts.push_back(fmt::format("ragged({})", fmt::join(sides, "; ")));
+  }
+  if (s.paged()) parts.push_back(fmt::format("paged{}", s.page_size));
+  return fmt::format("{}", fmt::join(parts, " "));
 }
 
 std::string mask_label(const AttentionProblem& p) {
@@ -88,8 +136,9 @@ std::string mask_label(const AttentionProblem& p) {
 }
 
 std::string case_label(std::string_view backend, const AttentionProblem& problem) {
-  return fmt::format("{} {} {}{} {}", backend, to_string(problem.dtype), mask_label(problem),
-                     problem.has_bias ? " bias" : "", shape_label(problem.shape));
+  const std::string layout = layout_label(problem.shape);
+  return fmt::format("{} {} {}{}{} {}", backend, to_string(problem.dtype), mask_label(problem),
+                     problem.has_bias ? " bias" : "", layout.empty() ? "" : " " + layout, shape_label(problem.shape));
 }
 
 std::int64_t AttentionShape::total_q() const {
@@ -127,8 +176,9 @@ namespace attnprof {
 std::int64_t stored_elements_q(const AttentionShape& s) { return s.total_q() * s.heads * s.head_dim; }
 
 std::int64_t stored_elements_kv(const AttentionShape& s) {
+  // A paged pool holds one page more than the block table names (core/layout.hpp).
   const std::int64_t tokens =
-      s.paged() ? static_cast<std::int64_t>(s.batch) * s.pages_per_sequence() * s.page_size : s.total_kv();
+      s.paged() ? (static_cast<std::int64_t>(s.batch) * s.pages_per_sequence() + 1) * s.page_size : s.total_kv();
   return tokens * s.kv_heads() * s.head_dim;
 }
 

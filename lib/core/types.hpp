@@ -22,7 +22,7 @@ int dtype_bytes(DType dtype);
 //          cu_q[b] .. cu_q[b+1) - 1, cu_q = cumulative sum of seq_lens_q (cu_q[0] = 0).
 //   k, v   [batch, heads_kv, seq_kv, head_dim]; packed [total_kv, heads_kv, head_dim] when
 //          seq_lens_kv is given (cu_kv likewise); or, when page_size > 0, a paged cache
-//          [pages, page_size, heads_kv, head_dim] reached through a block table
+//          [pool pages, page_size, heads_kv, head_dim] reached through a block table
 //          [batch, pages_per_sequence] of int32 page numbers (token j of sequence b lives in
 //          page table[b][j / page_size], slot j % page_size; the pages are shuffled).
 //   lse    [batch, heads, seq_q] fp32, padded: a ragged row (b, h, i) at ((b*heads + h)*seq_q + i).
@@ -34,8 +34,8 @@ struct AttentionShape {
   int seq_kv = 1;
   int head_dim = 64;
   int heads_kv = 0;  // 0: as many K/V heads as query heads
-  std::vector<int> seq_lens_q;   // a ragged batch: batch entries, each in [0, seq_q]; empty: all seq_q
-  std::vector<int> seq_lens_kv;  // each in [0, seq_kv]; empty: all seq_kv
+  std::vector<int> seq_lens_q{};   // a ragged batch: batch entries, each in [0, seq_q]; empty: all seq_q
+  std::vector<int> seq_lens_kv{};  // each in [0, seq_kv]; empty: all seq_kv
   int page_size = 0;             // > 0: K/V in a paged cache of pages of this many tokens
 
   int kv_heads() const { return heads_kv > 0 ? heads_kv : heads; }
@@ -120,20 +120,30 @@ void set_causal_mode(AttentionProblem& problem, CausalMode mode);
 // (PyTorch's and FlashAttention's figures halve the dense count when causal: (S+1)/S lower.)
 double attention_flops(const AttentionProblem& problem);
 
+// The same with every sequence of a ragged batch at the maximum lengths: what a backend that pads
+// the batch computes (the share above attention_flops is spent on padding).
+double attention_padded_flops(const AttentionProblem& problem);
+
 // Fewest bytes any implementation must move through device memory: q read once, k and v once per
-// K/V head, o written once.
+// K/V head, o written once, counted per sequence (a ragged batch's own lengths), plus the int32
+// sequence arrays (lengths and offsets of a ragged batch, the block table of a paged cache).
 double attention_min_bytes(const AttentionProblem& problem);
 
 // "2x16x4096x4096x128" (batch x heads x seq_q x seq_kv x head_dim); grouped K/V heads as
 // "1x32/8x8192x8192x128".
 std::string shape_label(const AttentionShape& shape);
 
+// The layout part of a case's name, empty for a dense batch: "ragged(q 1,17,64; kv 1,17,64)"
+// (lengths listed up to 8 sequences, "sum S max M" beyond), "paged16".
+std::string layout_label(const AttentionShape& shape);
+
 // The mask part of a case's name: "full", "causal", "causal_br" (bottom-right), each followed by
 // " window[L,R]" when a window bounds it.
 std::string mask_label(const AttentionProblem& problem);
 
 // The stable name of a case, used as the key in summary.json and by `attnprof check`:
-// "flash bf16 causal 2x16x4096x4096x128", "flash bf16 causal_br window[4096,0] 1x32/8x8192x8192x128".
+// "flash bf16 causal 2x16x4096x4096x128", "flash bf16 causal_br window[4096,0] 1x32/8x8192x8192x128",
+// "flash bf16 causal_br ragged(kv 1,17,4096) paged16 3x32/8x1x4096x128".
 std::string case_label(std::string_view backend, const AttentionProblem& problem);
 
 // Elements of the logical, padded tensors: q/o [batch, heads, seq_q, head_dim], k/v [batch,
@@ -142,8 +152,8 @@ std::int64_t element_count_q(const AttentionShape& shape);
 std::int64_t element_count_kv(const AttentionShape& shape);
 
 // Elements the device buffers hold in the shape's layout: packed q/o total_q x heads x head_dim;
-// k/v packed total_kv x heads_kv x head_dim, or every page of a paged cache
-// (batch x pages_per_sequence pages of page_size tokens).
+// k/v packed total_kv x heads_kv x head_dim, or every page of a paged cache's pool
+// (batch x pages_per_sequence + 1 pages of page_size tokens: core/layout.hpp).
 std::int64_t stored_elements_q(const AttentionShape& shape);
 std::int64_t stored_elements_kv(const AttentionShape& shape);
 

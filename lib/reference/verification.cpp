@@ -60,11 +60,14 @@ std::vector<RowGroup> group_rows(const AttentionProblem& p, const std::vector<st
     if (r < 0 || r >= total) throw std::invalid_argument(fmt::format("row {} is outside [0, {})", r, total));
     if (n > 0 && r <= rows[n - 1]) throw std::invalid_argument("rows to check must be ascending and distinct");
     const std::int64_t head = r / s.seq_q;
+    const int b = static_cast<int>(head / s.heads);
+    if (r % s.seq_q >= s.q_len(b))
+      throw std::invalid_argument(fmt::format("row {} is padding: sequence {} has {} query rows", r, b, s.q_len(b)));
     const std::int64_t kv_head = head / s.heads * s.kv_heads() + head % s.heads / s.group_size();
     if (groups.empty() || groups.back().kv_head != kv_head) groups.push_back({n, n, kv_head, KeyRange{}});
     RowGroup& g = groups.back();
     g.end = n + 1;
-    const KeyRange keys = visible_keys(p, static_cast<int>(r % s.seq_q), s.seq_q, s.seq_kv);
+    const KeyRange keys = visible_keys(p, static_cast<int>(r % s.seq_q), s.q_len(b), s.kv_len(b));
     if (keys.count() == 0) continue;
     if (g.span.count() == 0) {
       g.span = keys;
@@ -95,7 +98,8 @@ class RowComputer {
     const AttentionShape& s = p_.shape;
     const int d = s.head_dim;
     const int i = static_cast<int>(r % s.seq_q);
-    const KeyRange keys = visible_keys(p_, i, s.seq_q, s.seq_kv);
+    const int b = static_cast<int>(r / (static_cast<std::int64_t>(s.seq_q) * s.heads));
+    const KeyRange keys = visible_keys(p_, i, s.q_len(b), s.kv_len(b));
     std::fill(out, out + d, 0.0);
     if (keys.count() == 0) {
       *lse = -std::numeric_limits<double>::infinity();
@@ -164,10 +168,71 @@ double relative_error_bound(DType dtype) {
 
 double lse_error_bound(DType dtype) { return dtype == DType::fp32 ? 1e-4 : 1e-2; }
 
+namespace {
+
+// A ragged batch: every row of every sequence when they are few; otherwise each sequence's first
+// and last rows of its last head (where its own mask edges and its length live), then the other
+// rows round-robin over the (sequence, K/V head) groups, each walked in spread order. Padding
+// rows (past q_len) are never chosen.
+std::vector<std::int64_t> ragged_rows_to_check(const AttentionShape& s, std::int64_t max_rows) {
+  auto row_of = [&](std::int64_t b, std::int64_t head, std::int64_t i) { return (b * s.heads + head) * s.seq_q + i; };
+  std::vector<std::int64_t> rows;
+  if (s.total_q() * s.heads <= max_rows) {
+    for (int b = 0; b < s.batch; ++b)
+      for (int head = 0; head < s.heads; ++head)
+        for (int i = 0; i < s.q_len(b); ++i) rows.push_back(row_of(b, head, i));
+    return rows;
+  }
+  const std::int64_t edge = std::max<std::int64_t>(1, max_rows / (8 * std::max(1, s.batch)));
+  for (int b = 0; b < s.batch; ++b) {
+    const std::int64_t len = s.q_len(b);
+    for (std::int64_t i = 0; i < len; ++i)
+      if (i < edge || i >= len - edge) rows.push_back(row_of(b, s.heads - 1, i));
+  }
+  struct Group {
+    int b;
+    int kv_head;
+    std::int64_t rows;
+    std::uint64_t stride;
+    std::uint64_t walked = 0;
+  };
+  std::vector<Group> groups;
+  for (int b = 0; b < s.batch; ++b) {
+    const std::int64_t group_rows = static_cast<std::int64_t>(s.group_size()) * s.q_len(b);
+    if (group_rows == 0) continue;
+    for (int h = 0; h < s.kv_heads(); ++h)
+      groups.push_back({b, h, group_rows, golden_stride(static_cast<std::uint64_t>(group_rows))});
+  }
+  // Few groups, many rows each: at most about max_rows / kRowsPerGroup groups are visited.
+  const std::size_t wanted = static_cast<std::size_t>(std::clamp<std::int64_t>(
+      ceil_div(max_rows, kRowsPerGroup), 1, static_cast<std::int64_t>(groups.size())));
+  std::vector<Group> chosen;
+  const std::uint64_t pick = golden_stride(groups.size());
+  for (std::uint64_t k = 0; chosen.size() < wanted; ++k) chosen.push_back(groups[k * pick % groups.size()]);
+  bool any_left = true;
+  while (static_cast<std::int64_t>(rows.size()) < max_rows && any_left) {
+    any_left = false;
+    for (Group& g : chosen) {
+      if (static_cast<std::int64_t>(rows.size()) >= max_rows) break;
+      if (g.walked >= static_cast<std::uint64_t>(g.rows)) continue;
+      any_left = true;
+      const auto local = static_cast<std::int64_t>(g.walked++ * g.stride % static_cast<std::uint64_t>(g.rows));
+      const std::int64_t len = s.q_len(g.b);
+      rows.push_back(row_of(g.b, static_cast<std::int64_t>(g.kv_head) * s.group_size() + local / len, local % len));
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+}  // namespace
+
 std::vector<std::int64_t> rows_to_check(const AttentionShape& s, std::int64_t max_rows) {
   const std::int64_t total = static_cast<std::int64_t>(s.batch) * s.heads * s.seq_q;
   std::vector<std::int64_t> rows;
   if (max_rows <= 0) return rows;
+  if (!s.seq_lens_q.empty()) return ragged_rows_to_check(s, max_rows);
   if (total <= max_rows) {
     rows.resize(static_cast<std::size_t>(total));
     std::iota(rows.begin(), rows.end(), 0);

@@ -35,7 +35,8 @@ struct Verification {
   std::string detail;            // why it failed, for the summary
 };
 
-// Output rows are numbered by their flat index over [batch, heads, seq_q].
+// Output rows are numbered by their flat index over [batch, heads, seq_q] (padded: a ragged
+// sequence b has rows i < q_len(b) only, and only those are checked).
 //
 // The rows checked: all of them when there are at most `max_rows`, otherwise at most `max_rows`
 // rows from a few (batch, K/V head) groups, so each group's K and V are regenerated once for

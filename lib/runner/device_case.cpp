@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/layout.hpp"
 #include "inputs/inputs.hpp"
 
 namespace attnprof {
@@ -19,19 +20,76 @@ DeviceBuffer draw(const AttentionProblem& p, std::uint64_t seed, InputTensor ten
   return buffer;
 }
 
+// Draws `tensor` in its logical order and moves each row to where `targets` says (a packed or
+// paged layout), in a buffer of `stored_elements` elements; -1 rows are padding and stay behind.
+// A paged pool's slots no row lands in (the tail of a last page, the spare page) hold a finite
+// filler, never data a correct kernel reads. Synchronizes `stream` before the scratch goes.
+DeviceBuffer draw_stored(const AttentionProblem& p, std::uint64_t seed, InputTensor tensor,
+                         const std::vector<std::int64_t>& targets, std::int64_t stored_elements, cudaStream_t stream) {
+  const DeviceBuffer logical = draw(p, seed, tensor, stream);
+  const std::int64_t row_bytes = static_cast<std::int64_t>(p.shape.head_dim) * dtype_bytes(p.dtype);
+  DeviceBuffer stored(static_cast<std::size_t>(stored_elements) * dtype_bytes(p.dtype));
+  constexpr int kFiller = 0x3c;  // 0x3c3c: bf16 0.0115, fp16 1.06, fp32 0.0115
+  CUDA_CHECK(cudaMemsetAsync(stored.get(), kFiller, stored.bytes(), stream));
+  DeviceBuffer device_targets(targets.size() * sizeof(std::int64_t));
+  CUDA_CHECK(cudaMemcpyAsync(device_targets.get(), targets.data(), device_targets.bytes(), cudaMemcpyHostToDevice,
+                             stream));
+  CUDA_CHECK(kernels::scatter_rows(logical.get(), row_bytes, device_targets.as<std::int64_t>(),
+                                   static_cast<std::int64_t>(targets.size()), stored.get(), stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return stored;
+}
+
 std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
 
 }  // namespace
 
 DeviceCase::DeviceCase(const AttentionProblem& problem, std::uint64_t seed, cudaStream_t stream)
-    : problem_(problem),
-      seed_(seed),
-      q_(draw(problem, seed, InputTensor::q, stream)),
-      k_(draw(problem, seed, InputTensor::k, stream)),
-      v_(draw(problem, seed, InputTensor::v, stream)),
-      o_(static_cast<std::size_t>(element_count_q(problem.shape)) * dtype_bytes(problem.dtype)),
-      lse_(static_cast<std::size_t>(problem.shape.batch) * problem.shape.heads * problem.shape.seq_q * sizeof(float)),
-      bias_(draw(problem, seed, InputTensor::bias, stream)) {
+    : problem_(problem), seed_(seed) {
+  const AttentionShape& s = problem.shape;
+  const int width = dtype_bytes(problem.dtype);
+  if (s.packed_q()) {
+    cu_q_ = cumulative_offsets(s.seq_lens_q);
+    q_ = draw_stored(problem, seed, InputTensor::q, stored_rows_q(s), stored_elements_q(s), stream);
+  } else {
+    q_ = draw(problem, seed, InputTensor::q, stream);
+  }
+  if (s.paged() || s.packed_kv()) {
+    block_table_ = shuffled_block_table(s, seed);
+    const std::vector<std::int64_t> targets = stored_rows_kv(s, block_table_);
+    k_ = draw_stored(problem, seed, InputTensor::k, targets, stored_elements_kv(s), stream);
+    v_ = draw_stored(problem, seed, InputTensor::v, targets, stored_elements_kv(s), stream);
+  } else {
+    k_ = draw(problem, seed, InputTensor::k, stream);
+    v_ = draw(problem, seed, InputTensor::v, stream);
+  }
+  o_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_q(s)) * width);
+  lse_ = DeviceBuffer(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * sizeof(float));
+  bias_ = draw(problem, seed, InputTensor::bias, stream);
+
+  // The sequence arrays, one int32 buffer: lengths, cumulative offsets, block table.
+  std::vector<int> ints;
+  auto append = [&](const std::vector<int>& values) {
+    const auto offset = static_cast<std::ptrdiff_t>(ints.size());
+    ints.insert(ints.end(), values.begin(), values.end());
+    return values.empty() ? std::ptrdiff_t{-1} : offset;
+  };
+  if (s.ragged()) {
+    std::vector<int> lens_q(static_cast<std::size_t>(s.batch)), lens_kv(lens_q.size());
+    for (int b = 0; b < s.batch; ++b) {
+      lens_q[static_cast<std::size_t>(b)] = s.q_len(b);
+      lens_kv[static_cast<std::size_t>(b)] = s.kv_len(b);
+    }
+    lens_q_at_ = append(lens_q);
+    lens_kv_at_ = append(lens_kv);
+  }
+  if (s.packed_q()) cu_q_at_ = append(cu_q_);
+  if (s.packed_kv()) cu_kv_at_ = append(cumulative_offsets(s.seq_lens_kv));
+  if (s.paged()) table_at_ = append(block_table_);
+  if (!ints.empty()) {
+    sequences_ = DeviceBuffer(ints.size() * sizeof(int));
+    CUDA_CHECK(cudaMemcpyAsync(sequences_.get(), ints.data(), sequences_.bytes(), cudaMemcpyHostToDevice, stream));
+  }
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -43,6 +101,14 @@ AttentionBuffers DeviceCase::buffers() const {
   b.o = o_.get();
   b.lse = lse_.as<float>();
   b.bias = problem_.has_bias ? bias_.as<float>() : nullptr;
+  auto at = [&](std::ptrdiff_t offset) -> const int* {
+    return offset < 0 ? nullptr : sequences_.as<const int>() + offset;
+  };
+  b.seq_lens_q = at(lens_q_at_);
+  b.seq_lens_kv = at(lens_kv_at_);
+  b.cu_seqlens_q = at(cu_q_at_);
+  b.cu_seqlens_kv = at(cu_kv_at_);
+  b.block_table = at(table_at_);
   return b;
 }
 
@@ -54,10 +120,16 @@ void DeviceCase::poison_outputs(cudaStream_t stream) {
 OutputRows DeviceCase::read_rows(const std::vector<std::int64_t>& rows, cudaStream_t stream) {
   const AttentionShape& s = problem_.shape;
   const std::int64_t total_rows = static_cast<std::int64_t>(s.batch) * s.heads * s.seq_q;
+  // [where each row is stored in o | the logical rows, for the padded lse]
+  std::vector<std::int64_t> index(2 * rows.size());
   for (std::size_t n = 0; n < rows.size(); ++n) {
     if (rows[n] < 0 || rows[n] >= total_rows)
       throw std::invalid_argument(fmt::format("read_rows: row {} is outside [0, {})", rows[n], total_rows));
     if (n > 0 && rows[n] <= rows[n - 1]) throw std::invalid_argument("read_rows: rows must be ascending and distinct");
+    index[n] = stored_row_q(s, cu_q_, rows[n]);
+    if (index[n] < 0)
+      throw std::invalid_argument(fmt::format("read_rows: row {} is padding of a ragged sequence", rows[n]));
+    index[rows.size() + n] = rows[n];
   }
   // One device buffer, one copy back: [gathered rows | their lse | the NaN/inf scan].
   const auto count = static_cast<std::int64_t>(rows.size());
@@ -67,18 +139,18 @@ OutputRows DeviceCase::read_rows(const std::vector<std::int64_t>& rows, cudaStre
   const std::size_t scan_offset = align16(lse_offset + rows.size() * sizeof(float));
   const std::size_t total_bytes = scan_offset + sizeof(kernels::NonFiniteElements);
   gathered_.reserve(total_bytes);
-  row_index_.reserve(rows.size() * sizeof(std::int64_t));
+  row_index_.reserve(index.size() * sizeof(std::int64_t));
   auto* gathered = static_cast<std::uint8_t*>(gathered_.get());
   auto* scan = reinterpret_cast<kernels::NonFiniteElements*>(gathered + scan_offset);
   if (count > 0) {
-    CUDA_CHECK(cudaMemcpyAsync(row_index_.get(), rows.data(), rows.size() * sizeof(std::int64_t),
+    CUDA_CHECK(cudaMemcpyAsync(row_index_.get(), index.data(), index.size() * sizeof(std::int64_t),
                                cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(kernels::gather_rows(o_.get(), static_cast<std::int64_t>(row_bytes), row_index_.as<std::int64_t>(), count,
                                     gathered, stream));
-    CUDA_CHECK(kernels::gather_rows(lse_.get(), sizeof(float), row_index_.as<std::int64_t>(), count,
+    CUDA_CHECK(kernels::gather_rows(lse_.get(), sizeof(float), row_index_.as<std::int64_t>() + count, count,
                                     gathered + lse_offset, stream));
   }
-  CUDA_CHECK(kernels::count_non_finite(o_.get(), problem_.dtype, element_count_q(s), scan, stream));
+  CUDA_CHECK(kernels::count_non_finite(o_.get(), problem_.dtype, stored_elements_q(s), scan, stream));
   std::vector<std::uint8_t> bytes(total_bytes);
   CUDA_CHECK(cudaMemcpyAsync(bytes.data(), gathered, total_bytes, cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -1,10 +1,12 @@
 // Device memory of one case: q, k, v (and bias) drawn on the GPU from (problem, seed) by the
-// counter-based generator, so no host copy of them exists; outputs poisoned before each checked
+// counter-based generator, so no host copy of them exists, in the shape's layout (dense, packed
+// ragged, paged: core/types.hpp), with its sequence arrays; outputs poisoned before each checked
 // run; only the rows verification checks are read back.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -28,7 +30,8 @@ class DeviceCase {
   // Fills o and lse with the poison pattern (NaN in every format).
   void poison_outputs(cudaStream_t stream);
 
-  // The output rows `rows` (ascending flat indices over [batch, heads, seq_q]) and their
+  // The output rows `rows` (ascending logical flat indices over [batch, heads, seq_q], never the
+  // padding of a ragged sequence) and their
   // logsumexp, gathered on the device and copied back in one piece, plus a device-side count of
   // NaN/inf over the whole output. Synchronizes `stream`.
   OutputRows read_rows(const std::vector<std::int64_t>& rows, cudaStream_t stream);
@@ -42,6 +45,10 @@ class DeviceCase {
   AttentionProblem problem_;
   std::uint64_t seed_;
   DeviceBuffer q_, k_, v_, o_, lse_, bias_;
+  DeviceBuffer sequences_;         // int32 lengths, cumulative offsets and block table (ragged, paged)
+  std::ptrdiff_t lens_q_at_ = -1, lens_kv_at_ = -1, cu_q_at_ = -1, cu_kv_at_ = -1, table_at_ = -1;
+  std::vector<int> cu_q_;          // host copy of q's cumulative offsets (packed q)
+  std::vector<int> block_table_;   // host copy (paged)
   DeviceBuffer row_index_, gathered_, scan_;  // read_rows' scratch, grown as needed
 };
 

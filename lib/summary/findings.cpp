@@ -204,6 +204,82 @@ void masked_dense_findings(CaseSummary& c) {
        {{"exact_flops", exact}, {"dense_flops", computed}}});
 }
 
+// Kernels of the case whose lower-cased name holds `needle`: how many per iteration and their time.
+struct NamedKernels {
+  double per_iter = 0;
+  double us = 0;
+  nlohmann::json kernels = nlohmann::json::array();
+};
+
+NamedKernels kernels_named(const CaseSummary& c, std::initializer_list<const char*> needles) {
+  NamedKernels found;
+  for (const KernelSummary& k : c.kernels) {
+    const std::string name = lower(k.name);
+    if (std::none_of(needles.begin(), needles.end(), [&](const char* n) { return contains(name, n); })) continue;
+    found.per_iter += k.per_iter;
+    found.us += k.gpu_us_per_iter;
+    found.kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}, {"gpu_us_per_iter", k.gpu_us_per_iter}});
+  }
+  return found;
+}
+
+// A ragged batch padded to its longest sequence before a dense path (what a plain PyTorch
+// program does): every sequence is computed at the maximum lengths.
+void padded_batch_findings(CaseSummary& c) {
+  if (!c.problem.shape.ragged()) return;
+  const NamedKernels pads = kernels_named(c, {"pad_ragged"});
+  if (pads.kernels.empty()) return;
+  const double exact = attention_flops(c.problem), padded = attention_padded_flops(c.problem);
+  if (padded <= 0) return;
+  c.findings.push_back(
+      {"padded_batch",
+       fmt::format("the ragged batch is padded to its longest sequence ({} pad/unpad kernel(s) per iteration, {:.1f} us): "
+                   "{:.0f}% of the attention FLOPs go to padding ({:.3g} of {:.3g} GFLOP are the sequences' own); a "
+                   "packed kernel computes only the real tokens",
+                   count_text(pads.per_iter), pads.us, 100.0 * (1 - exact / padded), exact / 1e9, padded / 1e9),
+       {{"kernels", pads.kernels}, {"exact_flops", exact}, {"padded_flops", padded},
+        {"padding_percent", 100.0 * (1 - exact / padded)}}});
+}
+
+// A paged cache copied into a contiguous K and V before attention, every call.
+void gathered_pages_findings(CaseSummary& c) {
+  const AttentionShape& s = c.problem.shape;
+  if (!s.paged()) return;
+  const NamedKernels gathers = kernels_named(c, {"gather_paged_kv"});
+  if (gathers.kernels.empty()) return;
+  const double bytes = 2.0 * s.batch * s.kv_heads() * s.seq_kv * s.head_dim * dtype_bytes(c.problem.dtype);
+  c.findings.push_back(
+      {"pages_gathered",
+       fmt::format("the paged K/V cache (pages of {} tokens) is gathered into a contiguous copy before attention every "
+                   "call: {} kernel(s) per iteration writing {:.1f} MB ({:.1f} us); a paged kernel reads the pages in "
+                   "place through the block table",
+                   s.page_size, count_text(gathers.per_iter), bytes / 1e6, gathers.us),
+       {{"kernels", gathers.kernels}, {"bytes_written_per_iter", bytes}, {"page_size", s.page_size}}});
+}
+
+// Split-KV decode: the keys of each K/V head spread over several blocks, then a combine kernel
+// merges their partial outputs; its share of the time is what the split costs.
+void split_kv_findings(CaseSummary& c) {
+  const NamedKernels combine = kernels_named(c, {"combine"});
+  const NamedKernels split = kernels_named(c, {"splitkv", "split_kv"});
+  if (combine.kernels.empty() || split.kernels.empty()) return;
+  const double total = c.gpu_busy_us_per_iter > 0 ? c.gpu_busy_us_per_iter : combine.us + split.us;
+  const double share = total > 0 ? 100.0 * combine.us / total : 0;
+  const std::string split_name = split.kernels[0]["name"].get<std::string>();
+  int splits = 0;
+  for (const KernelSummary& k : c.kernels)
+    if (k.name == split_name) splits = k.grid[0];
+  c.findings.push_back(
+      {"split_kv_combine",
+       fmt::format("split-KV decode: {} spreads each K/V head's keys over {} blocks{} and {} merges their partial "
+                   "outputs: the combine takes {:.1f} us of {:.1f} us per iteration ({:.0f}%)",
+                   shorten_name(split_name), splits > 0 ? std::to_string(splits) : std::string("several"),
+                   splits > 0 ? " (grid.x)" : "", shorten_name(combine.kernels[0]["name"].get<std::string>()), combine.us,
+                   total, share),
+       {{"split_kernels", split.kernels}, {"combine_kernels", combine.kernels}, {"combine_percent", share},
+        {"splits", splits}}});
+}
+
 }  // namespace
 
 std::string shorten_name(const std::string& name) {
@@ -238,6 +314,9 @@ void add_findings(CaseSummary& c) {
   conversion_findings(c);
   grouped_heads_findings(c);
   masked_dense_findings(c);
+  padded_batch_findings(c);
+  gathered_pages_findings(c);
+  split_kv_findings(c);
   mask_findings(c);
   occupancy_findings(c);
   launch_findings(c);

@@ -69,6 +69,9 @@ nlohmann::json problem_json(const AttentionProblem& p) {
   if (p.shape.kv_heads() != p.shape.heads) j["heads_kv"] = p.shape.kv_heads();
   if (p.is_bottom_right()) j["alignment"] = "bottom_right";
   if (p.window.bounded()) j["window"] = {p.window.left, p.window.right};
+  if (!p.shape.seq_lens_q.empty()) j["seq_lens_q"] = p.shape.seq_lens_q;
+  if (!p.shape.seq_lens_kv.empty()) j["seq_lens_kv"] = p.shape.seq_lens_kv;
+  if (p.shape.paged()) j["page_size"] = p.shape.page_size;
   return j;
 }
 
@@ -95,6 +98,23 @@ AttentionProblem problem_from_json(const nlohmann::json& j) {
     if (!w->is_array() || w->size() != 2) throw std::runtime_error("\"window\": expected [left, right]");
     p.window = {json_integer<int>((*w)[0], "window"), json_integer<int>((*w)[1], "window")};
   }
+  auto lengths = [&](const char* key, int maximum) {
+    std::vector<int> lens;
+    const auto it = j.find(key);
+    if (it == j.end()) return lens;
+    if (!it->is_array() || it->size() != static_cast<std::size_t>(p.shape.batch))
+      throw std::runtime_error(fmt::format("\"{}\": expected {} lengths, found {}", key, p.shape.batch, it->dump()));
+    for (const nlohmann::json& len : *it) {
+      lens.push_back(json_integer<int>(len, key));
+      if (lens.back() < 0 || lens.back() > maximum)
+        throw std::runtime_error(fmt::format("\"{}\": a length of {} is outside [0, {}]", key, lens.back(), maximum));
+    }
+    return lens;
+  };
+  p.shape.seq_lens_q = lengths("seq_lens_q", p.shape.seq_q);
+  p.shape.seq_lens_kv = lengths("seq_lens_kv", p.shape.seq_kv);
+  p.shape.page_size = json_integer_or(j, "page_size", 0);
+  if (p.shape.page_size < 0) throw std::runtime_error("\"page_size\" must be positive");
   return p;
 }
 

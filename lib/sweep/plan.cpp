@@ -22,7 +22,7 @@ std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std:
   for (const std::string& backend : backends)
     for (const ShapeSpec& shape : config.shapes)
       for (DType dtype : config.dtypes)
-        for (CausalMode causal : config.causal) {
+        for (CausalMode causal : shape.causal.empty() ? config.causal : shape.causal) {
           PlannedCase c;
           c.backend = backend;
           c.problem.shape = shape.shape;

@@ -141,6 +141,15 @@ const EditCase kEditCases[] = {
     {"window_below_minus_one", "/shapes/0/window", "[-2, 0]", "/shapes/0/window/0", "expected -1 (unbounded) or a number of keys from 0 to max(seq_q, seq_kv) = 1024, found -2"},
     {"window_beyond_the_sequence", "/shapes/0/window", "[0, 5000]", "/shapes/0/window/1", "max(seq_q, seq_kv) = 1024, found 5000"},
     {"window_not_integers", "/shapes/0/window", R"(["4096", 0])", "/shapes/0/window/0", R"(found the string "4096")"},
+    // ragged batches and paged caches (batch 4, seq_q = seq_kv = 1024)
+    {"seq_lens_q_wrong_count", "/shapes/0/seq_lens_q", "[1, 17, 1024]", "/shapes/0/seq_lens_q", "expected an array of batch = 4 lengths, one per sequence, found 3 entries"},
+    {"seq_lens_q_not_an_array", "/shapes/0/seq_lens_q", "17", "/shapes/0/seq_lens_q", "expected an array of batch = 4 lengths, one per sequence, found 17"},
+    {"seq_lens_q_above_the_maximum", "/shapes/0/seq_lens_q", "[1, 17, 1025, 3]", "/shapes/0/seq_lens_q/2", "expected a length from 1 to seq_q = 1024, found 1025"},
+    {"seq_lens_kv_zero", "/shapes/0/seq_lens_kv", "[1, 0, 5, 3]", "/shapes/0/seq_lens_kv/1", "expected a length from 1 to seq_kv = 1024, found 0"},
+    {"seq_lens_kv_fraction", "/shapes/0/seq_lens_kv", "[1, 2.5, 5, 3]", "/shapes/0/seq_lens_kv/1", "found 2.5"},
+    {"page_size_zero", "/shapes/0/page_size", "0", "/shapes/0/page_size", "expected a page size in tokens from 1 to 1048576, found 0"},
+    {"page_size_string", "/shapes/0/page_size", R"("16")", "/shapes/0/page_size", R"(found the string "16")"},
+    {"page_size_huge", "/shapes/0/page_size", "2097152", "/shapes/0/page_size", "from 1 to 1048576, found 2097152"},
     // shapes
     {"shapes_missing", "/shapes", kRemove, "/shapes", "required key is missing; expected a non-empty array of shape objects"},
     {"shapes_empty", "/shapes", "[]", "/shapes", "found an empty array"},
@@ -582,6 +591,28 @@ TEST(ShapeOption, TheOneLineFormIsTheShapeOfAConfig) {
       "seq_kv": 32768, "head_dim": 128, "window": [4096, 0]}])"));
   EXPECT_EQ(doc.at("causal"), "bottom_right");
   EXPECT_EQ(shape_option_document("b=1,h=2,sq=3,d=64,causal=true,dtype=fp16").at("dtypes"), nlohmann::json({"fp16"}));
+  EXPECT_EQ(shape_option_document("b=3,h=8,hkv=2,sq=1,skv=4096,d=128,lkv=1:17:4096,page=16").at("shapes"),
+            nlohmann::json::parse(R"([{"batch": 3, "heads": 8, "heads_kv": 2, "seq_q": 1, "seq_kv": 4096,
+                "head_dim": 128, "seq_lens_kv": [1, 17, 4096], "page_size": 16}])"));
+  EXPECT_EQ(shape_option_document("b=2,h=4,sq=64,d=64,lq=1:64").at("shapes")[0].at("seq_lens_q"),
+            nlohmann::json::parse("[1, 64]"));
+}
+
+TEST(ConfigParse, ReadsARaggedPagedShape) {
+  const Config config = parse_text(R"({"backends": ["flash"], "shapes": [{"batch": 3, "heads": 8, "heads_kv": 2,
+      "seq_q": 64, "seq_kv": 4096, "head_dim": 128, "seq_lens_q": [1, 17, 64], "seq_lens_kv": [1, 17, 4096],
+      "page_size": 16}]})");
+  ASSERT_EQ(config.shapes.size(), 1u);
+  const AttentionShape& s = config.shapes[0].shape;
+  EXPECT_EQ(s.seq_lens_q, (std::vector<int>{1, 17, 64}));
+  EXPECT_EQ(s.seq_lens_kv, (std::vector<int>{1, 17, 4096}));
+  EXPECT_EQ(s.page_size, 16);
+  EXPECT_EQ(s.q_len(1), 17);
+  EXPECT_EQ(s.kv_len(2), 4096);
+  EXPECT_EQ(s.total_q(), 82);
+  EXPECT_TRUE(s.packed_q());
+  EXPECT_FALSE(s.packed_kv());  // paged: K/V live in pages, not packed
+  EXPECT_EQ(s.pages_per_sequence(), 256);
 }
 
 TEST(ShapeOption, WhatItCannotReadIsAConfigErrorNamingThePart) {

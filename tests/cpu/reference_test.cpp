@@ -165,8 +165,7 @@ TEST(CounterRandom, RoundingMatchesHalfConvert) {
 // ---- the reference against brute force ----
 
 // Which keys row i sees, written per element and independently of visible_keys().
-bool key_visible(const AttentionProblem& p, int i, int j) {
-  const int sq = p.shape.seq_q, skv = p.shape.seq_kv;
+bool key_visible(const AttentionProblem& p, int i, int j, int sq, int skv) {
   const long diagonal = i + (p.alignment == MaskAlignment::bottom_right ? static_cast<long>(skv) - sq : 0L);
   if (p.causal && j > diagonal) return false;
   if (p.window.right >= 0 && j > diagonal + p.window.right) return false;
@@ -190,12 +189,12 @@ BruteForce brute_force(const AttentionProblem& p, std::uint64_t seed) {
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < s.heads; ++h) {
       const std::size_t kv = (static_cast<std::size_t>(b) * s.kv_heads() + h / s.group_size()) * s.seq_kv * d;
-      for (int i = 0; i < s.seq_q; ++i) {
+      for (int i = 0; i < s.q_len(b); ++i) {  // a ragged sequence at its own lengths
         const std::size_t row = (static_cast<std::size_t>(b) * s.heads + h) * s.seq_q + i;
         std::vector<double> scores(static_cast<std::size_t>(s.seq_kv), -INFINITY);
         double top = -INFINITY;
-        for (int j = 0; j < s.seq_kv; ++j) {
-          if (!key_visible(p, i, j)) continue;
+        for (int j = 0; j < s.kv_len(b); ++j) {
+          if (!key_visible(p, i, j, s.q_len(b), s.kv_len(b))) continue;
           double dot = 0;
           for (int c = 0; c < d; ++c) dot += static_cast<double>(q[row * d + c]) * k[kv + j * d + c];
           scores[j] = dot * p.softmax_scale() + (p.has_bias ? bias[static_cast<std::size_t>(i) * s.seq_kv + j] : 0.0);
@@ -269,6 +268,35 @@ TEST(ReferenceRows, MatchBruteForceOverFullArrays) {
             }
   EXPECT_EQ(problems, 7 * 3 * 4 * 2 * 2 * 2);
   EXPECT_GT(fully_masked, 0) << "no problem had a row that sees no key";
+}
+
+// A ragged batch: each sequence at its own lengths (a bottom-right diagonal per sequence), padding
+// rows never checked; lengths 1, 17 and the maximum.
+TEST(ReferenceRows, RaggedBatchesMatchBruteForcePerSequence) {
+  int problems = 0;
+  for (CausalMode mode : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
+    for (const AttentionWindow& window : {AttentionWindow{}, AttentionWindow{3, 0}})
+      for (bool ragged_q : {false, true}) {
+        AttentionProblem p = make_problem({3, 4, 33, 40, 8, 2}, static_cast<DType>(problems % 3), false);
+        set_causal_mode(p, mode);
+        p.window = window;
+        p.shape.seq_lens_kv = {40, 17, 1};
+        if (ragged_q) p.shape.seq_lens_q = {1, 17, 33};
+        const std::uint64_t seed = 500 + problems++;
+        SCOPED_TRACE(describe(p));
+        const BruteForce truth = brute_force(p, seed);
+        const std::vector<std::int64_t> rows = rows_to_check(p.shape, 1 << 20);
+        ASSERT_EQ(static_cast<std::int64_t>(rows.size()), p.shape.total_q() * p.shape.heads);
+        const ReferenceRows ref = reference_rows(p, seed, rows);
+        for (std::size_t n = 0; n < rows.size(); ++n) {
+          ASSERT_EQ(std::isinf(ref.lse[n]), std::isinf(truth.lse[rows[n]])) << "row " << rows[n];
+          for (int c = 0; c < 8; ++c) ASSERT_NEAR(ref.output[n * 8 + c], truth.out[rows[n] * 8 + c], 1e-12);
+        }
+        EXPECT_TRUE(verify_attention(p, seed, rows_from(p, truth, rows), {.compare_lse = true}).passed);
+        if (ragged_q) {  // a padding row is refused, not silently checked
+          EXPECT_THROW(reference_rows(p, seed, {1}), std::invalid_argument);
+        }
+      }
 }
 
 // A subset spread over several (batch, K/V head) groups: each group's K/V span is the union of

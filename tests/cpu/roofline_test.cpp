@@ -145,6 +145,66 @@ TEST(Findings, KvRepeatedForGroupedHeadsAndFlopsOutsideTheMask) {
   EXPECT_EQ(finding(fused, "kv_materialised"), nullptr);
 }
 
+KernelSummary kernel(const char* name, double us, std::array<int, 3> grid = {1, 1, 1}) {
+  KernelSummary k;
+  k.name = name;
+  k.per_iter = 1;
+  k.gpu_us_per_iter = us;
+  k.grid = grid;
+  return k;
+}
+
+TEST(Findings, PaddingOfARaggedBatchAndPagesGatheredBeforeAttention) {
+  AttentionProblem p;
+  p.shape = {4, 32, 8192, 8192, 128, 8};
+  p.shape.seq_lens_q = p.shape.seq_lens_kv = {8192, 4096, 2048, 2048};
+  p.shape.page_size = 64;
+  CaseSummary c = ran(p, 9000.0);
+  c.backend = "manual:in_place";
+  c.kernels = {kernel("void attnprof::kernels::pad_ragged_kernel<__nv_bfloat16>(...)", 30.0),
+               kernel("void attnprof::kernels::unpad_ragged_kernel<__nv_bfloat16>(...)", 10.0),
+               kernel("void attnprof::kernels::gather_paged_kv_kernel<__nv_bfloat16>(...)", 50.0),
+               kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_kernel", 4000.0)};
+  add_findings(c);
+  const Finding* padded = finding(c, "padded_batch");
+  ASSERT_NE(padded, nullptr);
+  // Useful: 8192^2 + 4096^2 + 2 x 2048^2 = 88 Mi pairs of 4 x 8192^2 = 256 Mi: 65.625% is padding.
+  EXPECT_NE(padded->message.find("2 pad/unpad kernel(s) per iteration, 40.0 us"), std::string::npos) << padded->message;
+  EXPECT_NE(padded->message.find("66% of the attention FLOPs go to padding"), std::string::npos) << padded->message;
+  EXPECT_NEAR(padded->evidence["padding_percent"].get<double>(), 65.625, 1e-9);
+  const Finding* pages = finding(c, "pages_gathered");
+  ASSERT_NE(pages, nullptr);
+  // K and V of 4 x 8 heads x 8192 x 128 bf16: 2 x 67.1 MB.
+  EXPECT_NE(pages->message.find("1 kernel(s) per iteration writing 134.2 MB (50.0 us)"), std::string::npos)
+      << pages->message;
+  // A packed, paged kernel: nothing to say.
+  CaseSummary fused = ran(p, 2000.0);
+  fused.kernels = {kernel("flash_fwd_kernel", 2000.0)};
+  add_findings(fused);
+  EXPECT_EQ(finding(fused, "padded_batch"), nullptr);
+  EXPECT_EQ(finding(fused, "pages_gathered"), nullptr);
+}
+
+TEST(Findings, TheSplitKvCombineShareOfADecode) {
+  AttentionProblem p;
+  p.shape = {1, 32, 1, 131072, 128, 8};
+  set_causal_mode(p, CausalMode::bottom_right);
+  CaseSummary c = ran(p, 80.0);
+  c.kernels = {kernel("void attnprof::kernels::decode::flash_decode_splitkv_kernel<...>(...)", 72.0, {16, 8, 1}),
+               kernel("void attnprof::kernels::decode::flash_decode_combine_kernel<...>(...)", 8.0, {8, 1, 1})};
+  c.gpu_busy_us_per_iter = 80.0;
+  add_findings(c);
+  const Finding* split = finding(c, "split_kv_combine");
+  ASSERT_NE(split, nullptr);
+  EXPECT_NE(split->message.find("over 16 blocks (grid.x)"), std::string::npos) << split->message;
+  EXPECT_NE(split->message.find("the combine takes 8.0 us of 80.0 us per iteration (10%)"), std::string::npos)
+      << split->message;
+  CaseSummary unsplit = ran(p, 80.0);
+  unsplit.kernels = {kernel("flash_decode_kernel", 80.0, {1, 8, 64})};
+  add_findings(unsplit);
+  EXPECT_EQ(finding(unsplit, "split_kv_combine"), nullptr);
+}
+
 TEST(Check, ThroughputGatesOnTflopsOrOnGbpsWhenMemoryBound) {
   auto summary_with = [](double tflops, double gbps, const char* bound) {
     CaseSummary c;

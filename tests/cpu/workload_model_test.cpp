@@ -82,3 +82,60 @@ TEST(WorkloadModel, LabelsNameHeadsMaskAndWindow) {
 
 }  // namespace
 }  // namespace attnprof
+
+namespace attnprof {
+namespace {
+
+// A ragged batch counts each sequence at its own lengths: the sum of per-sequence problems.
+TEST(WorkloadModel, RaggedFlopsAndBytesCountEachSequence) {
+  for (CausalMode mode : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
+    AttentionProblem ragged;
+    ragged.shape = {3, 8, 64, 300, 128, 2};
+    ragged.shape.seq_lens_q = {1, 17, 64};
+    ragged.shape.seq_lens_kv = {300, 17, 33};
+    set_causal_mode(ragged, mode);
+    ragged.window = {40, -1};
+    double flops = 0, bytes = 0;
+    for (int b = 0; b < 3; ++b) {
+      AttentionProblem one = ragged;
+      one.shape = {1, 8, ragged.shape.seq_lens_q[b], ragged.shape.seq_lens_kv[b], 128, 2};
+      flops += attention_flops(one);
+      bytes += attention_min_bytes(one);
+    }
+    EXPECT_DOUBLE_EQ(attention_flops(ragged), flops) << case_label("x", ragged);
+    // Plus the int32 lengths and cumulative offsets: 2 x 3 + 1 entries.
+    EXPECT_DOUBLE_EQ(attention_min_bytes(ragged), bytes + 4.0 * 7) << case_label("x", ragged);
+    // Padded to the longest, the batch computes every sequence at 64 x 300.
+    AttentionProblem padded = ragged;
+    padded.shape.seq_lens_q.clear();
+    padded.shape.seq_lens_kv.clear();
+    EXPECT_DOUBLE_EQ(attention_padded_flops(ragged), attention_flops(padded));
+    EXPECT_GT(attention_padded_flops(ragged), attention_flops(ragged));
+  }
+}
+
+TEST(WorkloadModel, PagedBytesCountTokensAndTheBlockTable) {
+  AttentionProblem p;
+  p.shape = {2, 32, 1, 4096, 128, 8};
+  const double dense = attention_min_bytes(p);
+  p.shape.page_size = 16;  // 256 pages per sequence: the table is 2 x 256 int32
+  EXPECT_DOUBLE_EQ(attention_min_bytes(p), dense + 4.0 * 2 * 256);
+  p.shape.seq_lens_kv = {4096, 100};  // only the cached tokens are read
+  const double k_and_v = 2.0 * (4096 + 100) * 8 * 128 * 2, q_and_o = 2.0 * 2 * 32 * 128 * 2;
+  EXPECT_DOUBLE_EQ(attention_min_bytes(p), k_and_v + q_and_o + 4.0 * 5 + 4.0 * 2 * 256);
+}
+
+TEST(WorkloadModel, LabelsNameRaggedLengthsAndPages) {
+  AttentionProblem p;
+  p.shape = {3, 32, 1, 4096, 128, 8};
+  p.shape.seq_lens_kv = {1, 17, 4096};
+  p.shape.page_size = 16;
+  set_causal_mode(p, CausalMode::bottom_right);
+  EXPECT_EQ(case_label("flash", p), "flash bf16 causal_br ragged(kv 1,17,4096) paged16 3x32/8x1x4096x128");
+  p.shape = {9, 4, 64, 64, 64};
+  p.shape.seq_lens_q = {1, 2, 3, 4, 5, 6, 7, 8, 64};
+  EXPECT_EQ(layout_label(p.shape), "ragged(q sum 100 max 64)");
+}
+
+}  // namespace
+}  // namespace attnprof

@@ -137,6 +137,8 @@ std::string workload_label(const std::string& backend, const AttentionProblem& p
                      s.batch, s.heads, s.kv_heads(), s.seq_q, s.seq_kv, s.head_dim);
 }
 
+bool writes_logsumexp(const std::string& backend) { return backend == "flash" || backend == "efficient"; }
+
 std::vector<CorrectnessCase> workload_cases() {
   constexpr auto tl = MaskAlignment::top_left;
   constexpr auto br = MaskAlignment::bottom_right;
@@ -190,8 +192,6 @@ std::string workload_test_name(const testing::TestParamInfo<CorrectnessCase>& in
   return name;
 }
 
-bool writes_logsumexp(const std::string& backend) { return backend == "flash" || backend == "efficient"; }
-
 class WorkloadCorrectness : public testing::TestWithParam<CorrectnessCase> {};
 
 TEST_P(WorkloadCorrectness, MatchesFloat64Reference) {
@@ -218,6 +218,92 @@ TEST_P(WorkloadCorrectness, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, WorkloadCorrectness, testing::ValuesIn(workload_cases()), workload_test_name);
+
+// ---------------------------------------------------------------------------------------------
+// Ragged batches and paged caches: packed q/o and k/v with lengths 1, 17 and the maximum, paged
+// K/V in pages of 16 and 64 through a shuffled block table, decode (one query token) and prefill,
+// every causal setting (bottom-right follows each sequence's own lengths), a window, GQA. Every
+// backend gets every case; what one cannot run it skips with its reason.
+
+struct RaggedSpec {
+  AttentionShape shape;
+  std::vector<int> lens_q, lens_kv;
+  int page_size;
+};
+
+std::vector<CorrectnessCase> ragged_cases() {
+  const std::vector<RaggedSpec> specs = {
+      // prefill: packed q and k/v, equal per sequence, and seq_q != seq_kv
+      {{3, 8, 300, 300, 0, 2}, {1, 17, 300}, {1, 17, 300}, 0},
+      {{3, 8, 300, 300, 0, 2}, {17, 300, 1}, {33, 300, 255}, 0},
+      {{3, 8, 300, 300, 0, 2}, {1, 17, 300}, {1, 17, 300}, 64},  // packed q, paged k/v
+      // decode: one query token against ragged, paged caches
+      {{3, 8, 1, 4097, 0, 2}, {}, {1, 17, 4097}, 16},
+      {{3, 8, 1, 4097, 0, 2}, {}, {1, 17, 4097}, 0},
+      {{2, 32, 1, 2048, 0, 8}, {}, {}, 64},
+      {{2, 32, 1, 2048, 0, 8}, {}, {}, 16},
+      {{4, 8, 4, 1000, 0, 1}, {}, {1000, 17, 4, 999}, 16},  // a few query tokens, MQA
+  };
+  constexpr auto tl = MaskAlignment::top_left;
+  constexpr auto br = MaskAlignment::bottom_right;
+  const std::vector<MaskSpec> masks = {{false, {-1, -1}, tl}, {true, {-1, -1}, tl}, {true, {-1, -1}, br},
+                                       {true, {64, -1}, br}};
+  const std::vector<std::pair<int, DType>> kinds = {{128, DType::bf16}, {64, DType::fp16}, {64, DType::bf16},
+                                                    {128, DType::fp16}};
+  std::vector<CorrectnessCase> cases;
+  for (const BackendInfo& info : backend_registry()) {
+    std::size_t index = 0;
+    for (const RaggedSpec& spec : specs)
+      for (const MaskSpec& mask : masks) {
+        const auto [head_dim, dtype] = kinds[index++ % kinds.size()];
+        AttentionProblem p = workload(spec.shape, spec.shape.heads_kv, head_dim, dtype, mask);
+        p.shape.seq_lens_q = spec.lens_q;
+        p.shape.seq_lens_kv = spec.lens_kv;
+        p.shape.page_size = spec.page_size;
+        cases.push_back({info.name, p});
+      }
+    // fp32 where a backend takes it (efficient, math)
+    AttentionProblem p = workload({3, 8, 300, 300, 0, 2}, 2, 64, DType::fp32, masks[2]);
+    p.shape.seq_lens_q = p.shape.seq_lens_kv = {1, 17, 300};
+    cases.push_back({info.name, p});
+  }
+  return cases;
+}
+
+std::string ragged_test_name(const testing::TestParamInfo<CorrectnessCase>& info) {
+  std::string name = workload_label(info.param.backend, info.param.problem) + " " + layout_label(info.param.problem.shape);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name + "_" + std::to_string(info.index);
+}
+
+class RaggedCorrectness : public testing::TestWithParam<CorrectnessCase> {};
+
+TEST_P(RaggedCorrectness, MatchesFloat64ReferencePerSequence) {
+  const CorrectnessCase& c = GetParam();
+  AttentionBackend& backend = backend_instance(c.backend);
+  const DeviceProperties device = query_device_properties(0);
+  if (auto reason = backend.check_device(device)) GTEST_SKIP() << *reason;
+  if (auto reason = backend.check_problem(c.problem)) GTEST_SKIP() << *reason;
+
+  const std::uint64_t seed = std::random_device{}();
+  CudaStream stream;
+  DeviceCase device_case(c.problem, seed, stream.get());
+  Verification v;
+  try {
+    v = run_and_verify(backend, device_case, stream.get(), {.compare_lse = writes_logsumexp(c.backend)});
+  } catch (const BackendUnsupportedError& e) {
+    GTEST_SKIP() << "the plan build rejected it: " << e.what();
+  }
+  const std::string label = workload_label(c.backend, c.problem) + " " + layout_label(c.problem.shape);
+  EXPECT_TRUE(v.passed) << label << " seed " << seed << ": " << v.detail;
+  EXPECT_EQ(v.non_finite, 0);
+  EXPECT_GT(v.rows_checked, 0);
+  std::printf("  %-90s rel.err %.3e (bound %.0e, %lld rows)\n", label.c_str(), v.relative_error, v.bound,
+              static_cast<long long>(v.rows_checked));
+}
+
+INSTANTIATE_TEST_SUITE_P(RaggedAndPaged, RaggedCorrectness, testing::ValuesIn(ragged_cases()), ragged_test_name);
 
 // flash and efficient: a row that sees no key writes zeros (the verifier checks those) and a
 // logsumexp of -inf (the verifier never compares it), on every row the reference leaves empty.
