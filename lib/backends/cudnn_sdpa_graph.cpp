@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "backends/cudnn_info.hpp"
+#include "core/layout.hpp"
 #include "core/mask_bounds.hpp"
 
 namespace attnprof {
@@ -88,8 +89,8 @@ SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem&
   const Dims k_dims = k_transposed ? Dims{b, h_kv, d, skv} : Dims{b, h_kv, skv, d};
   const char* k_name = k_transposed ? "K^T" : "K";
   if (s.paged()) {
-    // Container [pages, h_kv, page_size, d] over our [pages, page_size, h_kv, d] memory.
-    const std::int64_t page = s.page_size, pps = s.pages_per_sequence(), pages = b * pps;
+    // Container [pool pages, h_kv, page_size, d] over our [pool pages, page_size, h_kv, d] memory.
+    const std::int64_t page = s.page_size, pps = s.pages_per_sequence(), pages = page_pool_size(s);
     const Dims container_dims = {pages, h_kv, page, d}, container_strides = {page * h_kv * d, d, h_kv * d, 1};
     const auto table =
         graph.tensor({"block table", sdpa_uid::page_table, CUDNN_DATA_INT32, {b, 1, pps, 1}, {pps, pps, 1, 1}});
