@@ -14,6 +14,11 @@ namespace attnprof::kernels::efficient {
 // `dtype`; query head h reads K/V head h / group_size. bias: fp32 [seq_q, seq_kv] (null when
 // absent), added to the scaled score; lse: fp32 [batch, heads, seq_q] (may be null). A row that
 // sees no key (mask) gets zeros in o and -inf in lse.
+// A ragged batch (core/types.hpp): seq_lens_q/kv give each sequence's lengths (seq_q, seq_kv are
+// the maxima); with cu_seqlens_q, q and o are packed [total_q, heads, head_dim], with
+// cu_seqlens_kv, k and v are packed [total_kv, heads_kv, head_dim]; lse stays padded. Each
+// sequence's mask follows its own lengths (MaskBounds::for_lengths); the bias is indexed by the
+// sequence's own row and key.
 struct ForwardParams {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -30,6 +35,11 @@ struct ForwardParams {
   int head_dim = 0;  // multiple of 8, 8..256
   float scale = 0.f;
   MaskBounds mask;  // causal and window bounds, either alignment (unbounded: every key)
+  int bias_ld = 0;   // floats between bias rows (seq_kv)
+  const int* seq_lens_q = nullptr;     // [batch] device; null: every sequence has seq_q rows
+  const int* seq_lens_kv = nullptr;    // [batch] device; null: every sequence has seq_kv keys
+  const int* cu_seqlens_q = nullptr;   // [batch + 1] device; null: q and o dense
+  const int* cu_seqlens_kv = nullptr;  // [batch + 1] device; null: k and v dense
 };
 
 constexpr int kMaxHeadDim = 256;
@@ -41,20 +51,31 @@ constexpr int head_dim_bucket(int head_dim) {
   return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
 }
 
+// The largest head dim the ragged kernels are compiled for (buckets 64 and 128), and whether
+// they take a bias (no: only the dense kernels do; fp32's bias is a run-time branch of either).
+constexpr int kMaxRaggedHeadDim = 128;
+constexpr bool ragged_takes_bias(DType dtype) { return dtype == DType::fp32; }
+
+// Whether params describe a ragged batch (any length or offset array set).
+inline bool is_ragged(const ForwardParams& p) {
+  return p.seq_lens_q != nullptr || p.seq_lens_kv != nullptr || p.cu_seqlens_q != nullptr ||
+         p.cu_seqlens_kv != nullptr;
+}
+
 // Dynamic shared memory (bytes) the instantiation for (dtype, head_dim) needs per block.
 int forward_smem_bytes(DType dtype, int head_dim);
 
 // One-time per instantiation: raises its dynamic shared-memory limit. Host-only, no launch.
-cudaError_t prepare_forward(DType dtype, int head_dim);
+cudaError_t prepare_forward(DType dtype, int head_dim, bool ragged);
 
 // Enqueues the single kernel launch; the caller checks cudaGetLastError().
 void forward(DType dtype, const ForwardParams& params, cudaStream_t stream);
 
-// One compiled instantiation per (dtype, head-dim bucket): its entry points are declared here
-// and defined in efficient_launch.cuh; each efficient_fwd_<dtype>_d<dim>.cu explicitly
-// instantiates exactly one, and efficient_dispatch.cu (which sees only this declaration)
-// dispatches among them.
-template <DType kDType, int kHeadDim>
+// One compiled instantiation per (dtype, head-dim bucket, dense or ragged): its entry points are
+// declared here and defined in efficient_launch.cuh; each efficient_fwd_<dtype>_d<dim>[_ragged].cu
+// explicitly instantiates exactly one, and efficient_dispatch.cu (which sees only this
+// declaration) dispatches among them.
+template <DType kDType, int kHeadDim, bool kRagged>
 struct EfficientForward {
   static int smem_bytes();
   static cudaError_t prepare();

@@ -1,4 +1,4 @@
 // efficient forward: bf16, head-dim bucket 128.
 #include "efficient/efficient_launch.cuh"
 
-template struct attnprof::kernels::efficient::EfficientForward<attnprof::DType::bf16, 128>;
+template struct attnprof::kernels::efficient::EfficientForward<attnprof::DType::bf16, 128, false>;

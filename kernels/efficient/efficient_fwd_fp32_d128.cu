@@ -1,4 +1,4 @@
 // efficient forward: fp32, head-dim bucket 128.
 #include "efficient/efficient_launch.cuh"
 
-template struct attnprof::kernels::efficient::EfficientForward<attnprof::DType::fp32, 128>;
+template struct attnprof::kernels::efficient::EfficientForward<attnprof::DType::fp32, 128, false>;

@@ -26,22 +26,19 @@ __device__ __forceinline__ void load_fp32_tile(std::uint32_t tile, const float* 
   }
 }
 
+// One block: query rows [m0, m0 + 64) of one (sequence, head); p's seq_q, seq_kv and mask are
+// that sequence's own (as the mma body's forward_block).
 template <class Tr>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
-    efficient_fwd_fp32_kernel(const ForwardParams p) {
+__device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const SequenceView& seq, const int m0) {
   constexpr int kKeysPerThread = Tr::kBlockN / 8;
   extern __shared__ __align__(128) unsigned char smem[];
 
   const int tid = threadIdx.x;
   const int lane_group = tid >> 3;  // rows lane_group and lane_group + 32
   const int col = tid & 7;          // keys col + 8i; output columns 4*col + 32j
-  const int m0 = (gridDim.x - 1 - blockIdx.x) * Tr::kBlockM;
-  const std::int64_t head = static_cast<std::int64_t>(blockIdx.z) * p.heads + blockIdx.y;
-  const std::int64_t head_row0 = head * p.seq_q;
-  const std::int64_t kv_head = static_cast<std::int64_t>(blockIdx.z) * p.heads_kv + blockIdx.y / p.group_size;
-  const float* q = static_cast<const float*>(p.q) + (head_row0 + m0) * p.head_dim;
-  const float* k = static_cast<const float*>(p.k) + kv_head * p.seq_kv * p.head_dim;
-  const float* v = static_cast<const float*>(p.v) + kv_head * p.seq_kv * p.head_dim;
+  const float* q = static_cast<const float*>(p.q) + seq.q_offset + static_cast<std::int64_t>(m0) * seq.q_ld;
+  const float* k = static_cast<const float*>(p.k) + seq.kv_offset;
+  const float* v = static_cast<const float*>(p.v) + seq.kv_offset;
 
   const std::uint32_t s_q = smem_address(smem);
   const std::uint32_t s_k = s_q + Tr::kKOffset, s_v = s_q + Tr::kVOffset, s_p = s_q + Tr::kPOffset;
@@ -52,7 +49,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
   const int chunks_valid = p.head_dim / 4;
   if (tiles.begin < tiles.end) {  // else nothing is loaded: no copy is left in flight at exit
-    load_fp32_tile<Tr, Tr::kBlockM>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid, p.head_dim, tid);
+    load_fp32_tile<Tr, Tr::kBlockM>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid, seq.q_ld, tid);
     cp_async_commit();
   }
 
@@ -69,10 +66,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   for (int tile = tiles.begin; tile < tiles.end; ++tile) {
     const int key0 = tile * Tr::kBlockN;
     __syncthreads();  // every thread is done with the previous K, V and P
-    load_fp32_tile<Tr, Tr::kBlockN>(s_k, k + static_cast<std::int64_t>(key0) * p.head_dim,
-                                    min(Tr::kBlockN, p.seq_kv - key0), chunks_valid, p.head_dim, tid);
-    load_fp32_tile<Tr, Tr::kBlockN>(s_v, v + static_cast<std::int64_t>(key0) * p.head_dim,
-                                    min(Tr::kBlockN, p.seq_kv - key0), chunks_valid, p.head_dim, tid);
+    load_fp32_tile<Tr, Tr::kBlockN>(s_k, k + static_cast<std::int64_t>(key0) * seq.kv_ld,
+                                    min(Tr::kBlockN, p.seq_kv - key0), chunks_valid, seq.kv_ld, tid);
+    load_fp32_tile<Tr, Tr::kBlockN>(s_v, v + static_cast<std::int64_t>(key0) * seq.kv_ld,
+                                    min(Tr::kBlockN, p.seq_kv - key0), chunks_valid, seq.kv_ld, tid);
     cp_async_commit();
     cp_async_wait_all();
     __syncthreads();
@@ -99,7 +96,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         const int key = key0 + col + 8 * i;
         float x = s[r][i] * scale_log2;
         if (p.bias != nullptr && rows[r] < p.seq_q && key < p.seq_kv)
-          x = fmaf(__ldg(p.bias + static_cast<std::int64_t>(rows[r]) * p.seq_kv + key), kLog2e, x);
+          x = fmaf(__ldg(p.bias + static_cast<std::int64_t>(rows[r]) * p.bias_ld + key), kLog2e, x);
         if (key >= p.seq_kv || !p.mask.sees(rows[r], key)) x = -INFINITY;
         s[r][i] = x;
         tile_max[r] = fmaxf(tile_max[r], x);
@@ -154,15 +151,33 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     const float inv_sum = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
     if (p.lse != nullptr && col == 0) {
       const float base = row_max[r] == -INFINITY ? 0.f : row_max[r];
-      p.lse[head_row0 + rows[r]] = row_sum[r] > 0.f ? (base + log2f(row_sum[r])) * kLn2 : -INFINITY;
+      p.lse[seq.lse_offset + rows[r]] = row_sum[r] > 0.f ? (base + log2f(row_sum[r])) * kLn2 : -INFINITY;
     }
 #pragma unroll
     for (int j = 0; j < Tr::kColGroups; ++j) {
       const int c = 4 * col + 32 * j;
       if (c < p.head_dim)
-        *reinterpret_cast<float4*>(out + (head_row0 + rows[r]) * p.head_dim + c) =
+        *reinterpret_cast<float4*>(out + seq.q_offset + static_cast<std::int64_t>(rows[r]) * seq.q_ld + c) =
             make_float4(o[r][j][0] * inv_sum, o[r][j][1] * inv_sum, o[r][j][2] * inv_sum, o[r][j][3] * inv_sum);
     }
+  }
+}
+
+// kRagged: per-sequence lengths and packed layouts, compiled separately (see efficient_fwd_kernel).
+template <class Tr, bool kRagged>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
+    efficient_fwd_fp32_kernel(const ForwardParams params) {
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * Tr::kBlockM;
+  if constexpr (kRagged) {
+    const SequenceView seq = sequence_view(params, blockIdx.z, blockIdx.y);
+    if (m0 >= seq.q_len) return;
+    ForwardParams p = params;
+    p.seq_q = seq.q_len;
+    p.seq_kv = seq.kv_len;
+    p.mask = seq.mask;
+    forward_block_fp32<Tr>(p, seq, m0);
+  } else {
+    forward_block_fp32<Tr>(params, dense_view(params, blockIdx.z, blockIdx.y), m0);
   }
 }
 

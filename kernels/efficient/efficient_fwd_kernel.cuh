@@ -98,8 +98,8 @@ __device__ __forceinline__ void attend_tile(const ForwardParams& p, const MmaThr
   if constexpr (kBias) {
     // Rows past seq_q get no bias (their output is never stored); columns are checked only in
     // masked tiles, the others lie inside [0, seq_kv).
-    bias_row[0] = t.row0 < p.seq_q ? p.bias + static_cast<std::int64_t>(t.row0) * p.seq_kv + col0 : nullptr;
-    bias_row[1] = t.row0 + 8 < p.seq_q ? p.bias + static_cast<std::int64_t>(t.row0 + 8) * p.seq_kv + col0 : nullptr;
+    bias_row[0] = t.row0 < p.seq_q ? p.bias + static_cast<std::int64_t>(t.row0) * p.bias_ld + col0 : nullptr;
+    bias_row[1] = t.row0 + 8 < p.seq_q ? p.bias + static_cast<std::int64_t>(t.row0 + 8) * p.bias_ld + col0 : nullptr;
   }
 #pragma unroll
   for (int nb = 0; nb < kNB; ++nb) {
@@ -252,9 +252,10 @@ __device__ __forceinline__ void publish_key_half(const MmaThread& t, std::uint32
   st_shared_f32(out + (kHalf * 4 + 3) * 128, row_sum[1]);
 }
 
-// Step 2 (after a barrier): merge the owned half, normalise, stage it for the store.
+// Step 2 (after a barrier): merge the owned half, normalise, stage it for the store. lse_row0:
+// the lse index of query row 0 of this (sequence, head).
 template <class Tr, int kOwn>
-__device__ __forceinline__ void combine_key_half(const ForwardParams& p, const MmaThread& t, std::int64_t head_row0,
+__device__ __forceinline__ void combine_key_half(const ForwardParams& p, const MmaThread& t, std::int64_t lse_row0,
                                                  std::uint32_t s_q, const float (&o)[Tr::kWarpDims / 8][4],
                                                  const float (&row_max)[2], const float (&row_sum)[2]) {
   constexpr int kHalf = Tr::kWarpDims / 16;
@@ -273,7 +274,7 @@ __device__ __forceinline__ void combine_key_half(const ForwardParams& p, const M
     const float sum = row_sum[r] * mine[r] + other_sum * theirs[r];
     inv_sum[r] = sum > 0.f ? 1.f / sum : 0.f;
     if (kOwn == 0 && p.lse != nullptr && (t.lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
-      p.lse[head_row0 + t.row0 + 8 * r] = sum > 0.f ? (base + __log2f(sum)) * kLn2 : -INFINITY;
+      p.lse[lse_row0 + t.row0 + 8 * r] = sum > 0.f ? (base + __log2f(sum)) * kLn2 : -INFINITY;
   }
   const int local_row = t.row_warp * 16 + (t.lane >> 2);
 #pragma unroll
@@ -287,9 +288,10 @@ __device__ __forceinline__ void combine_key_half(const ForwardParams& p, const M
   }
 }
 
-// kBias: compiled separately, so that the bias loads cost the plain kernel no registers.
+// The work of one block: query rows [m0, m0 + 64) of one (sequence, head). p's seq_q, seq_kv
+// and mask are that sequence's own; seq says where its rows live.
 template <class Tr, bool kBias>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_fwd_kernel(const ForwardParams p) {
+__device__ __forceinline__ void forward_block(const ForwardParams& p, const SequenceView& seq, const int m0) {
   using T = typename Tr::Element;
   constexpr int kDB = Tr::kWarpDims / 8;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -299,15 +301,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
   t.lane = tid & 31;
   t.row_warp = (tid >> 5) & 3;
   t.col_warp = tid >> 7;
-  // Heavy (late, causal) query blocks first, so the tail of the grid is short.
-  const int m0 = (gridDim.x - 1 - blockIdx.x) * Tr::kBlockM;
   t.row0 = m0 + t.row_warp * 16 + (t.lane >> 2);
-  const std::int64_t head = static_cast<std::int64_t>(blockIdx.z) * p.heads + blockIdx.y;
-  const std::int64_t head_row0 = head * p.seq_q;  // lse/o row index of query 0 of this head
-  const std::int64_t kv_head = static_cast<std::int64_t>(blockIdx.z) * p.heads_kv + blockIdx.y / p.group_size;
-  const T* q = static_cast<const T*>(p.q) + (head_row0 + m0) * p.head_dim;
-  const T* k = static_cast<const T*>(p.k) + kv_head * p.seq_kv * p.head_dim;
-  const T* v = static_cast<const T*>(p.v) + kv_head * p.seq_kv * p.head_dim;
+  const std::int64_t lse_row0 = seq.lse_offset;
+  const T* q = static_cast<const T*>(p.q) + seq.q_offset + static_cast<std::int64_t>(m0) * seq.q_ld;
+  const T* k = static_cast<const T*>(p.k) + seq.kv_offset;
+  const T* v = static_cast<const T*>(p.v) + seq.kv_offset;
 
   const std::uint32_t s_q = smem_address(smem);
   const std::uint32_t s_k = s_q + Tr::kKOffset, s_v = s_q + Tr::kVOffset, s_p = s_q + Tr::kPOffset;
@@ -331,15 +329,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
 
   const int chunks_valid = p.head_dim / 8;
   load_tile<Tr::kBlockM, Tr::kChunks, Tr::kThreads>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid,
-                                                     p.head_dim, tid);
+                                                     seq.q_ld, tid);
   if (tiles.begin < tiles.end) {
     const int first = tiles.begin * Tr::kBlockN;
     const std::uint32_t buffer = (tiles.begin & 1) * Tr::kTileBytes;
     const int rows = min(Tr::kBlockN, p.seq_kv - first);
-    load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k + buffer, k + static_cast<std::int64_t>(first) * p.head_dim,
-                                                       rows, chunks_valid, p.head_dim, tid);
-    load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v + buffer, v + static_cast<std::int64_t>(first) * p.head_dim,
-                                                       rows, chunks_valid, p.head_dim, tid);
+    load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k + buffer, k + static_cast<std::int64_t>(first) * seq.kv_ld,
+                                                       rows, chunks_valid, seq.kv_ld, tid);
+    load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v + buffer, v + static_cast<std::int64_t>(first) * seq.kv_ld,
+                                                       rows, chunks_valid, seq.kv_ld, tid);
   }
   cp_async_commit();
 
@@ -368,10 +366,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
       const int next = (tile + 1) * Tr::kBlockN;
       const std::uint32_t buffer = ((tile + 1) & 1) * Tr::kTileBytes;
       const int rows = min(Tr::kBlockN, p.seq_kv - next);
-      load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k + buffer, k + static_cast<std::int64_t>(next) * p.head_dim,
-                                                         rows, chunks_valid, p.head_dim, tid);
-      load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v + buffer, v + static_cast<std::int64_t>(next) * p.head_dim,
-                                                         rows, chunks_valid, p.head_dim, tid);
+      load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k + buffer, k + static_cast<std::int64_t>(next) * seq.kv_ld,
+                                                         rows, chunks_valid, seq.kv_ld, tid);
+      load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v + buffer, v + static_cast<std::int64_t>(next) * seq.kv_ld,
+                                                         rows, chunks_valid, seq.kv_ld, tid);
       cp_async_commit();
     }
     const std::uint32_t buffer = (tile & 1) * Tr::kTileBytes;
@@ -408,9 +406,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
       publish_key_half<Tr, 1>(t, s_q, o, row_max, row_sum);
     __syncthreads();
     if (t.col_warp == 0)
-      combine_key_half<Tr, 0>(p, t, head_row0, s_q, o, row_max, row_sum);
+      combine_key_half<Tr, 0>(p, t, lse_row0, s_q, o, row_max, row_sum);
     else
-      combine_key_half<Tr, 1>(p, t, head_row0, s_q, o, row_max, row_sum);
+      combine_key_half<Tr, 1>(p, t, lse_row0, s_q, o, row_max, row_sum);
   } else {
     if constexpr (Tr::kSplitDims) {
       const std::uint32_t sums = s_stats + Tr::kColWarps * Tr::kBlockM * 4;
@@ -431,7 +429,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
       inv_sum[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
       const float base = row_max[r] == -INFINITY ? 0.f : row_max[r];
       if (t.col_warp == 0 && p.lse != nullptr && (lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
-        p.lse[head_row0 + t.row0 + 8 * r] = row_sum[r] > 0.f ? (base + __log2f(row_sum[r])) * kLn2 : -INFINITY;
+        p.lse[lse_row0 + t.row0 + 8 * r] = row_sum[r] > 0.f ? (base + __log2f(row_sum[r])) * kLn2 : -INFINITY;
     }
     // The staging overwrites Q rows this warp read with ldmatrix; with a single key tile no
     // barrier has ordered those reads before these writes (racecheck reports it), so order them.
@@ -453,8 +451,31 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) efficient_f
     const int row = m0 + t.row_warp * 16 + r;
     if (row < p.seq_q && chunk < chunks_valid) {
       const uint4 value = ld_shared_v4(s_q + (t.row_warp * 16 + r) * Tr::kRowBytes + ((chunk ^ (r & 7)) << 4));
-      *reinterpret_cast<uint4*>(out + (head_row0 + row) * p.head_dim + chunk * 8) = value;
+      *reinterpret_cast<uint4*>(out + seq.q_offset + static_cast<std::int64_t>(row) * seq.q_ld + chunk * 8) = value;
     }
+  }
+}
+
+// kBias: compiled separately, so that the bias loads cost the plain kernel no registers.
+// kRagged: a ragged batch (per-sequence lengths, packed q/o and/or k/v), compiled separately so
+// that the dense kernel keeps its lengths and mask in the constant bank, not in registers. Block
+// (x, head, sequence); the grid covers the longest sequence and blocks past a sequence's rows
+// leave at once.
+template <class Tr, bool kBias, bool kRagged>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
+    efficient_fwd_kernel(const ForwardParams params) {
+  // Heavy (late, causal) query blocks first, so the tail of the grid is short.
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * Tr::kBlockM;
+  if constexpr (kRagged) {
+    const SequenceView seq = sequence_view(params, blockIdx.z, blockIdx.y);
+    if (m0 >= seq.q_len) return;
+    ForwardParams p = params;
+    p.seq_q = seq.q_len;
+    p.seq_kv = seq.kv_len;
+    p.mask = seq.mask;
+    forward_block<Tr, kBias>(p, seq, m0);
+  } else {
+    forward_block<Tr, kBias>(params, dense_view(params, blockIdx.z, blockIdx.y), m0);
   }
 }
 

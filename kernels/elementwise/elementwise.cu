@@ -289,9 +289,13 @@ __device__ __forceinline__ void add_broadcast_packs(float* attn, const float* ma
   }
 }
 
+// Grid z walks the masks of a per-batch broadcast: mask z applies to matrices
+// [z * matrices, (z + 1) * matrices); one mask (z = 0) applies to all.
 __global__ void __launch_bounds__(kThreads) add_broadcast_kernel(float* attn, const float* mask,
                                                                  std::int64_t matrix_elements, std::int64_t matrices,
                                                                  bool vectorized) {
+  attn += blockIdx.z * matrices * matrix_elements;
+  mask += blockIdx.z * matrix_elements;
   if (vectorized)
     add_broadcast_packs<4>(attn, mask, matrix_elements, matrices);
   else
@@ -337,6 +341,8 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads) masked_fill_kernel(T* data, const bool* keep, float value,
                                                                std::int64_t matrix_elements, std::int64_t matrices,
                                                                bool vectorized) {
+  data += blockIdx.z * matrices * matrix_elements;  // grid z: per-batch masks, as add_broadcast_kernel
+  keep += blockIdx.z * matrix_elements;
   if (vectorized)
     masked_fill_packs<T, kVectorBytes / sizeof(T)>(data, keep, value, matrix_elements, matrices);
   else
@@ -514,9 +520,13 @@ void with_element(const char* op, DType type, F&& f) {
 }
 
 // Grid for the mask-broadcast kernels: x over the mask's packs, y over groups of matrices.
-dim3 broadcast_grid(std::int64_t packs, std::int64_t matrices) {
+// z over the masks of a per-batch broadcast (1: one mask for every matrix).
+dim3 broadcast_grid(std::int64_t packs, std::int64_t matrices, int masks = 1) {
   const std::int64_t groups = (matrices + kMatricesPerThread - 1) / kMatricesPerThread;
-  return dim3(blocks_for(packs, kThreads), static_cast<unsigned>(std::clamp<std::int64_t>(groups, 1, 65535)));
+  if (masks < 1 || masks > 65535)
+    throw std::invalid_argument("mask broadcast: " + std::to_string(masks) + " masks (grid z takes 1 to 65535)");
+  return dim3(blocks_for(packs, kThreads), static_cast<unsigned>(std::clamp<std::int64_t>(groups, 1, 65535)),
+              static_cast<unsigned>(masks));
 }
 
 unsigned warp_per_row_blocks(std::int64_t rows) {
@@ -635,10 +645,15 @@ void where_scalars(const bool* cond, const float* if_true, const float* if_false
 
 void add_broadcast(float* attn, const float* mask, std::int64_t matrix_elements, std::int64_t matrices,
                    cudaStream_t stream) {
+  add_batch_broadcast(attn, mask, matrix_elements, 1, matrices, stream);
+}
+
+void add_batch_broadcast(float* attn, const float* masks, std::int64_t matrix_elements, int batch,
+                         std::int64_t matrices_per_mask, cudaStream_t stream) {
   // Every matrix starts on a 16-byte boundary only when the matrix size is a multiple of 4 floats.
-  const bool vectorized = matrix_elements % 4 == 0 && aligned(attn, kVectorBytes) && aligned(mask, kVectorBytes);
-  const dim3 grid = broadcast_grid(vectorized ? matrix_elements / 4 : matrix_elements, matrices);
-  add_broadcast_kernel<<<grid, kThreads, 0, stream>>>(attn, mask, matrix_elements, matrices, vectorized);
+  const bool vectorized = matrix_elements % 4 == 0 && aligned(attn, kVectorBytes) && aligned(masks, kVectorBytes);
+  const dim3 grid = broadcast_grid(vectorized ? matrix_elements / 4 : matrix_elements, matrices_per_mask, batch);
+  add_broadcast_kernel<<<grid, kThreads, 0, stream>>>(attn, masks, matrix_elements, matrices_per_mask, vectorized);
 }
 
 void softmax_rows(const void* in, void* out, DType type, std::int64_t rows, int cols, cudaStream_t stream) {
@@ -668,11 +683,16 @@ void where_rows(const bool* row_flag, const float* zero, const float* in, float*
 
 void masked_fill(void* data, DType type, const bool* keep, float value, std::int64_t matrix_elements,
                  std::int64_t matrices, cudaStream_t stream) {
+  masked_fill_batch(data, type, keep, value, matrix_elements, 1, matrices, stream);
+}
+
+void masked_fill_batch(void* data, DType type, const bool* keep, float value, std::int64_t matrix_elements, int batch,
+                       std::int64_t matrices, cudaStream_t stream) {
   with_element("masked_fill", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     constexpr int kPack = kVectorBytes / sizeof(T);
     const bool vectorized = matrix_elements % kPack == 0 && aligned(data, kVectorBytes) && aligned(keep, kPack);
-    const dim3 grid = broadcast_grid(vectorized ? matrix_elements / kPack : matrix_elements, matrices);
+    const dim3 grid = broadcast_grid(vectorized ? matrix_elements / kPack : matrix_elements, matrices, batch);
     masked_fill_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(data), keep, value, matrix_elements, matrices,
                                                          vectorized);
   });

@@ -46,6 +46,11 @@ void where_scalars(const bool* cond, const float* if_true, const float* if_false
 void add_broadcast(float* attn, const float* mask, std::int64_t matrix_elements, std::int64_t matrices,
                    cudaStream_t stream);
 
+// attn[b, m, i] += masks[b, i] for every batch b and matrix m of matrices_per_mask (PyTorch:
+// attn.add_(mask[:, None]), a [batch, 1, L, S] mask broadcast over heads); one kernel launch.
+void add_batch_broadcast(float* attn, const float* masks, std::int64_t matrix_elements, int batch,
+                         std::int64_t matrices_per_mask, cudaStream_t stream);
+
 // Row-wise softmax over the last dim with fp32 accumulation; in and out of element type `type`.
 void softmax_rows(const void* in, void* out, DType type, std::int64_t rows, int cols, cudaStream_t stream);
 
@@ -63,5 +68,10 @@ void where_rows(const bool* row_flag, const float* zero, const float* in, float*
 // (PyTorch: attn.masked_fill_(~mask, -inf); element type `type`).
 void masked_fill(void* data, DType type, const bool* keep, float value, std::int64_t matrix_elements,
                  std::int64_t matrices, cudaStream_t stream);
+
+// In place, a mask per batch: data[b, m, r, c] = value where keep[b, r, c] is false, for every
+// matrix m of `matrices` (PyTorch: attn.masked_fill_(~mask[:, None], -inf)).
+void masked_fill_batch(void* data, DType type, const bool* keep, float value, std::int64_t matrix_elements, int batch,
+                       std::int64_t matrices, cudaStream_t stream);
 
 }  // namespace attnprof::kernels

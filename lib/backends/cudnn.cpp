@@ -64,20 +64,57 @@ std::vector<SdpaGraphVariant> variants_to_try(const AttentionProblem& problem, s
   return variants;
 }
 
-// Everything the graph depends on (the scale is bound at execution).
+// Everything the graph and its per-sequence device arrays depend on (the scale is bound at execution).
 struct PlanKey {
   int batch, heads, heads_kv, seq_q, seq_kv, head_dim;
   DType dtype;
   bool causal;
   MaskAlignment alignment;
   int window_left, window_right;
+  std::vector<int> seq_lens_q, seq_lens_kv;
+  int page_size;
   auto operator<=>(const PlanKey&) const = default;
 };
 
 PlanKey key_of(const AttentionProblem& p) {
   const AttentionShape& s = p.shape;
-  return {s.batch, s.heads,  s.kv_heads(), s.seq_q,       s.seq_kv,       s.head_dim,
-          p.dtype, p.causal, p.alignment,  p.window.left, p.window.right};
+  return {s.batch,        s.heads,         s.kv_heads(),    s.seq_q,      s.seq_kv,
+          s.head_dim,     p.dtype,         p.causal,        p.alignment,  p.window.left,
+          p.window.right, s.seq_lens_q,    s.seq_lens_kv,   s.page_size};
+}
+
+// An int32 array uploaded once for a plan (lengths, ragged offsets).
+DeviceBuffer upload_int32(const std::vector<std::int32_t>& values) {
+  DeviceBuffer buffer(values.size() * sizeof(std::int32_t));
+  CUDA_CHECK(cudaMemcpy(buffer.get(), values.data(), values.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+  return buffer;
+}
+
+std::vector<std::int32_t> lengths_of(const AttentionShape& s, bool query_side) {
+  std::vector<std::int32_t> lens(static_cast<std::size_t>(s.batch));
+  for (int b = 0; b < s.batch; ++b) lens[static_cast<std::size_t>(b)] = query_side ? s.q_len(b) : s.kv_len(b);
+  return lens;
+}
+
+// Element offsets as int32 (sdpa_unsupported refuses problems whose offsets would not fit).
+std::vector<std::int32_t> int32_offsets(const std::vector<int>& lens, int heads, int head_dim) {
+  const std::vector<std::int64_t> wide = sdpa_ragged_offsets(lens, heads, head_dim);
+  return std::vector<std::int32_t>(wide.begin(), wide.end());
+}
+
+// Per-sequence device arrays of a ragged or paged plan, made in prepare() and bound by run().
+struct SequenceArrays {
+  DeviceBuffer seq_len_q, seq_len_kv;        // [batch] int32
+  DeviceBuffer offsets_q, offsets_kv;        // [batch + 1] int32 element offsets, when packed
+};
+
+SequenceArrays make_sequence_arrays(const AttentionShape& s) {
+  SequenceArrays arrays;
+  arrays.seq_len_q = upload_int32(lengths_of(s, true));
+  arrays.seq_len_kv = upload_int32(lengths_of(s, false));
+  if (s.packed_q()) arrays.offsets_q = upload_int32(int32_offsets(s.seq_lens_q, s.heads, s.head_dim));
+  if (s.packed_kv()) arrays.offsets_kv = upload_int32(int32_offsets(s.seq_lens_kv, s.kv_heads(), s.head_dim));
+  return arrays;
 }
 
 // Everything one finalized plan needs, kept together so descriptors outlive the plan that refers to them.
@@ -86,6 +123,7 @@ struct CudnnPlan {
   OperationGraphBuilder graph;
   ExecutionPlan execution;
   DeviceBuffer workspace;
+  SequenceArrays sequences;  // empty unless the problem is ragged or paged
   std::vector<std::int64_t> uids;
   // By-value scalars: the variant pack points at these host values.
   float scale = 0.f;
@@ -102,7 +140,7 @@ struct CudnnPlan {
 };
 
 bool same_pointers(const AttentionBuffers& a, const AttentionBuffers& b) {
-  return a.q == b.q && a.k == b.k && a.v == b.v && a.o == b.o;
+  return a.q == b.q && a.k == b.k && a.v == b.v && a.o == b.o && a.block_table == b.block_table;
 }
 
 class CudnnBackend final : public AttentionBackend {
@@ -137,6 +175,7 @@ class CudnnBackend final : public AttentionBackend {
   }
 
   void prepare(const AttentionProblem& problem, cudaStream_t stream) override {
+    if (const Unsupported why = ragged_on_this_device(problem)) throw BackendUnsupportedError(*why);
     if (!handle_) handle_ = std::make_unique<CudnnHandle>();
     bind_stream(stream);
     const PlanKey key = key_of(problem);
@@ -157,6 +196,7 @@ class CudnnBackend final : public AttentionBackend {
       std::vector<void*> pointers = {const_cast<void*>(buffers.q), const_cast<void*>(buffers.k),
                                      const_cast<void*>(buffers.v), buffers.o, &plan.scale};
       for (ByValueScalar& constant : plan.constants) pointers.push_back(constant.data());
+      append_sequence_pointers(problem.shape, plan, buffers, pointers);
       plan.variant_pack = make_variant_pack(plan.uids, pointers, plan.workspace.get());
       plan.bound = buffers;
     }
@@ -164,6 +204,46 @@ class CudnnBackend final : public AttentionBackend {
   }
 
  private:
+  // Ragged offsets (packed Q/O or K/V) run only on Hopper and newer before cuDNN 9.18.1; only
+  // prepare() knows the device.
+  static Unsupported ragged_on_this_device(const AttentionProblem& problem) {
+    const AttentionShape& s = problem.shape;
+    if (!s.packed_q() && !s.packed_kv()) return std::nullopt;
+    const std::size_t version = cudnn_runtime_version_number();
+    if (version >= kRaggedBeforeHopperMinVersion) return std::nullopt;
+    int device = 0, major = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major >= 9) return std::nullopt;
+    return fmt::format(
+        "packed (ragged) tensors through cuDNN's ragged offsets need compute capability 9.0 or newer before cuDNN "
+        "{}; this device is {}.x and the loaded cuDNN is {}",
+        format_cudnn_version(kRaggedBeforeHopperMinVersion), major, format_cudnn_version(version));
+  }
+
+  // The per-sequence inputs, in the order build_plan() listed their uids.
+  static void append_sequence_pointers(const AttentionShape& s, CudnnPlan& plan, const AttentionBuffers& buffers,
+                                       std::vector<void*>& pointers) {
+    if (plan.sequences.seq_len_q.get() == nullptr) return;
+    pointers.push_back(plan.sequences.seq_len_q.get());
+    pointers.push_back(plan.sequences.seq_len_kv.get());
+    if (s.paged()) {
+      if (buffers.block_table == nullptr)
+        throw GpuCallError("cudnn: a paged problem was run without a block table (AttentionBuffers::block_table)");
+      pointers.push_back(const_cast<int*>(buffers.block_table));
+    }
+    if (s.packed_q()) pointers.insert(pointers.end(), 2, plan.sequences.offsets_q.get());   // Q, O
+    if (s.packed_kv()) pointers.insert(pointers.end(), 2, plan.sequences.offsets_kv.get());  // K, V
+  }
+
+  static std::vector<std::int64_t> sequence_uids(const AttentionShape& s) {
+    std::vector<std::int64_t> uids = {sdpa_uid::seq_len_q, sdpa_uid::seq_len_kv};
+    if (s.paged()) uids.push_back(sdpa_uid::page_table);
+    if (s.packed_q()) uids.insert(uids.end(), {sdpa_uid::ragged_q, sdpa_uid::ragged_o});
+    if (s.packed_kv()) uids.insert(uids.end(), {sdpa_uid::ragged_k, sdpa_uid::ragged_v});
+    return uids;
+  }
+
   void bind_stream(cudaStream_t stream) {
     if (stream_bound_ && stream == bound_stream_) return;
     CUDNN_CHECK(cudnnSetStream(handle_->get(), stream));
@@ -204,6 +284,11 @@ class CudnnBackend final : public AttentionBackend {
       plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
       plan->uids = {sdpa_uid::q, sdpa_uid::k, sdpa_uid::v, sdpa_uid::o, sdpa_uid::scale};
       for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);
+      if (sdpa_per_sequence(problem)) {
+        const std::vector<std::int64_t> more = sequence_uids(problem.shape);
+        plan->uids.insert(plan->uids.end(), more.begin(), more.end());
+        plan->sequences = make_sequence_arrays(problem.shape);
+      }
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i > 0)
         std::fprintf(stderr, "attnprof: cudnn %s: using the %s; tried before:\n%s", label.c_str(),

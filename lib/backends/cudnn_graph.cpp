@@ -64,6 +64,14 @@ std::string_view attribute_name(cudnnBackendAttributeName_t name) {
     case CUDNN_ATTR_OPERATION_MATMUL_BDESC: return "CUDNN_ATTR_OPERATION_MATMUL_BDESC";
     case CUDNN_ATTR_OPERATION_MATMUL_CDESC: return "CUDNN_ATTR_OPERATION_MATMUL_CDESC";
     case CUDNN_ATTR_OPERATION_MATMUL_DESC: return "CUDNN_ATTR_OPERATION_MATMUL_DESC";
+    case CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC: return "CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC";
+    case CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC: return "CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC";
+    case CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC: return "CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC";
+    case CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC: return "CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC";
+    case CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC: return "CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC";
+    case CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC: return "CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC";
+    case CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC: return "CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC";
+    case CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC: return "CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC";
     case CUDNN_ATTR_REDUCTION_OPERATOR: return "CUDNN_ATTR_REDUCTION_OPERATOR";
     case CUDNN_ATTR_REDUCTION_COMP_TYPE: return "CUDNN_ATTR_REDUCTION_COMP_TYPE";
     case CUDNN_ATTR_OPERATION_REDUCTION_XDESC: return "CUDNN_ATTR_OPERATION_REDUCTION_XDESC";
@@ -95,6 +103,7 @@ std::string_view descriptor_type_name(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_REDUCTION_DESCRIPTOR: return "REDUCTION";
     case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR: return "OPERATION_REDUCTION";
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR: return "OPERATION_SDPA_FWD";
+    case CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR: return "OPERATION_PAGED_CACHE_LOAD";
     default: return "descriptor";
   }
 }
@@ -196,12 +205,13 @@ cudnnBackendDescriptor_t OperationGraphBuilder::tensor(const TensorSpec& spec) {
   t.set_int64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 16);
   t.set_bool(CUDNN_ATTR_TENSOR_IS_VIRTUAL, spec.is_virtual);
   if (spec.by_value) t.set_bool(CUDNN_ATTR_TENSOR_IS_BY_VALUE, true);
+  if (spec.ragged_offset != nullptr) t.set_descriptor(CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, spec.ragged_offset);
   t.finalize();
   return own(std::move(t)).get();
 }
 
 void OperationGraphBuilder::matmul(std::string_view name, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
-                                   cudnnBackendDescriptor_t c) {
+                                   cudnnBackendDescriptor_t c, const MatmulOverrides& overrides) {
   BackendDescriptor desc(CUDNN_BACKEND_MATMUL_DESCRIPTOR, fmt::format("matmul descriptor of {}", name));
   desc.set_data_type(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_DATA_FLOAT);
   desc.finalize();
@@ -210,8 +220,23 @@ void OperationGraphBuilder::matmul(std::string_view name, cudnnBackendDescriptor
   op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
   op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
   op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_DESC, desc.get());
+  if (overrides.m != nullptr) op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, overrides.m);
+  if (overrides.n != nullptr) op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, overrides.n);
+  if (overrides.k != nullptr) op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, overrides.k);
   op.finalize();
   own(std::move(desc));
+  operations_.push_back(own(std::move(op)).get());
+}
+
+void OperationGraphBuilder::paged_cache_load(std::string_view name, cudnnBackendDescriptor_t container,
+                                             cudnnBackendDescriptor_t page_table, cudnnBackendDescriptor_t seq_len,
+                                             cudnnBackendDescriptor_t y) {
+  BackendDescriptor op(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR, fmt::format("paged cache load op {}", name));
+  op.set_descriptor(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, container);
+  op.set_descriptor(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, page_table);
+  op.set_descriptor(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, seq_len);
+  op.set_descriptor(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, y);
+  op.finalize();
   operations_.push_back(own(std::move(op)).get());
 }
 

@@ -106,6 +106,17 @@ struct TensorSpec {
   std::vector<std::int64_t> strides;
   bool is_virtual = false;
   bool by_value = false;
+  // A ragged tensor: an int32 [batch + 1, 1, 1, 1] tensor of element offsets where each batch
+  // entry starts (overrides the batch stride; packed variable-length sequences).
+  cudnnBackendDescriptor_t ragged_offset = nullptr;
+};
+
+// Per-batch GEMM extents of a matmul over padded sequences: int32 [batch, 1, 1, 1] tensors that
+// cap M, N or K for each batch entry (the sequence lengths of a padding mask); null: no cap.
+struct MatmulOverrides {
+  cudnnBackendDescriptor_t m = nullptr;
+  cudnnBackendDescriptor_t n = nullptr;
+  cudnnBackendDescriptor_t k = nullptr;
 };
 
 // Collects the tensors and finalized operations of one operation graph and owns them all.
@@ -115,7 +126,12 @@ class OperationGraphBuilder {
 
   // C[b,h,m,n] = A[b,h,m,k] x B[b,h,k,n], fp32 accumulation.
   void matmul(std::string_view name, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
-              cudnnBackendDescriptor_t c);
+              cudnnBackendDescriptor_t c, const MatmulOverrides& overrides = {});
+  // y[b, h, s, d] (or the transposed [b, h, d, s] view) = the tokens of sequence b gathered from a
+  // paged cache container [pages, h, page_size, d] through page_table [b, 1, pages_per_seq, 1]
+  // int32, up to seq_len [b, 1, 1, 1] tokens (cuDNN 9.5+).
+  void paged_cache_load(std::string_view name, cudnnBackendDescriptor_t container, cudnnBackendDescriptor_t page_table,
+                        cudnnBackendDescriptor_t seq_len, cudnnBackendDescriptor_t y);
   // y = mode(x[, b[, t]]); `axis` only for GEN_INDEX.
   void pointwise(std::string_view name, cudnnPointwiseMode_t mode, cudnnDataType_t compute_type,
                  cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "backends/cudnn_info.hpp"
+#include "core/layout.hpp"
 #include "core/mask_bounds.hpp"
 
 namespace attnprof {
@@ -50,23 +51,65 @@ std::string needs_version(std::size_t needed, std::string_view what, std::size_t
 
 struct SdpaTensors {
   cudnnBackendDescriptor_t q, k, v, o, scale;
+  // Per-sequence problems only (null otherwise): int32 [batch, 1, 1, 1] lengths.
+  cudnnBackendDescriptor_t seq_len_q = nullptr, seq_len_kv = nullptr;
 };
 
 // Q, V, O as stored; K either as stored [b, h_kv, s_kv, d] (native op) or as the transposed view
 // [b, h_kv, d, s_kv] over the same memory (composite bmm1 computes Q x K^T). K and V carry
 // heads_kv heads: the fused attention broadcasts each over its heads / heads_kv query heads.
+// Packed (ragged) tensors keep their [b, h, s, d] dims over [total, h, d] memory: the token stride
+// is h * d, and the ragged offset tensor says where each sequence starts. A paged K or V is a
+// PAGED_CACHE_LOAD from the cache container into a virtual tensor of the dense shape.
 SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem& p, bool k_transposed) {
   const AttentionShape& s = p.shape;
   const std::int64_t b = s.batch, h = s.heads, h_kv = s.kv_heads(), sq = s.seq_q, skv = s.seq_kv, d = s.head_dim;
   const cudnnDataType_t io = io_data_type(p.dtype);
+  auto index_tensor = [&](const char* name, std::int64_t uid, std::int64_t count) {
+    return graph.tensor({name, uid, CUDNN_DATA_INT32, {count, 1, 1, 1}, {1, 1, 1, 1}});
+  };
   SdpaTensors t{};
-  t.q = graph.tensor({"Q", sdpa_uid::q, io, {b, h, sq, d}, packed_strides(h, sq, d)});
-  if (k_transposed)
-    t.k = graph.tensor({"K^T", sdpa_uid::k, io, {b, h_kv, d, skv}, {h_kv * skv * d, skv * d, 1, d}});
-  else
-    t.k = graph.tensor({"K", sdpa_uid::k, io, {b, h_kv, skv, d}, packed_strides(h_kv, skv, d)});
-  t.v = graph.tensor({"V", sdpa_uid::v, io, {b, h_kv, skv, d}, packed_strides(h_kv, skv, d)});
-  t.o = graph.tensor({"O", sdpa_uid::o, io, {b, h, sq, d}, packed_strides(h, sq, d)});
+  if (sdpa_per_sequence(p)) {
+    t.seq_len_q = index_tensor("seq_len_q", sdpa_uid::seq_len_q, b);
+    t.seq_len_kv = index_tensor("seq_len_kv", sdpa_uid::seq_len_kv, b);
+  }
+
+  if (s.packed_q()) {
+    const Dims strides = {sq * h * d, d, h * d, 1};
+    t.q = graph.tensor({"Q (packed)", sdpa_uid::q, io, {b, h, sq, d}, strides, false, false,
+                        index_tensor("Q ragged offsets", sdpa_uid::ragged_q, b + 1)});
+    t.o = graph.tensor({"O (packed)", sdpa_uid::o, io, {b, h, sq, d}, strides, false, false,
+                        index_tensor("O ragged offsets", sdpa_uid::ragged_o, b + 1)});
+  } else {
+    t.q = graph.tensor({"Q", sdpa_uid::q, io, {b, h, sq, d}, packed_strides(h, sq, d)});
+    t.o = graph.tensor({"O", sdpa_uid::o, io, {b, h, sq, d}, packed_strides(h, sq, d)});
+  }
+
+  const Dims k_dense_strides = k_transposed ? Dims{h_kv * skv * d, skv * d, 1, d} : packed_strides(h_kv, skv, d);
+  const Dims k_dims = k_transposed ? Dims{b, h_kv, d, skv} : Dims{b, h_kv, skv, d};
+  const char* k_name = k_transposed ? "K^T" : "K";
+  if (s.paged()) {
+    // Container [pool pages, h_kv, page_size, d] over our [pool pages, page_size, h_kv, d] memory.
+    const std::int64_t page = s.page_size, pps = s.pages_per_sequence(), pages = page_pool_size(s);
+    const Dims container_dims = {pages, h_kv, page, d}, container_strides = {page * h_kv * d, d, h_kv * d, 1};
+    const auto table =
+        graph.tensor({"block table", sdpa_uid::page_table, CUDNN_DATA_INT32, {b, 1, pps, 1}, {pps, pps, 1, 1}});
+    const auto k_cache = graph.tensor({"K cache", sdpa_uid::k, io, container_dims, container_strides});
+    const auto v_cache = graph.tensor({"V cache", sdpa_uid::v, io, container_dims, container_strides});
+    t.k = graph.tensor({k_name, 90, io, k_dims, k_dense_strides, true});
+    t.v = graph.tensor({"V", 91, io, {b, h_kv, skv, d}, packed_strides(h_kv, skv, d), true});
+    graph.paged_cache_load("K", k_cache, table, t.seq_len_kv, t.k);
+    graph.paged_cache_load("V", v_cache, table, t.seq_len_kv, t.v);
+  } else if (s.packed_kv()) {
+    const Dims k_strides = k_transposed ? Dims{skv * h_kv * d, d, 1, h_kv * d} : Dims{skv * h_kv * d, d, h_kv * d, 1};
+    t.k = graph.tensor({std::string(k_name) + " (packed)", sdpa_uid::k, io, k_dims, k_strides, false, false,
+                        index_tensor("K ragged offsets", sdpa_uid::ragged_k, b + 1)});
+    t.v = graph.tensor({"V (packed)", sdpa_uid::v, io, {b, h_kv, skv, d}, {skv * h_kv * d, d, h_kv * d, 1}, false,
+                        false, index_tensor("V ragged offsets", sdpa_uid::ragged_v, b + 1)});
+  } else {
+    t.k = graph.tensor({k_name, sdpa_uid::k, io, k_dims, k_dense_strides});
+    t.v = graph.tensor({"V", sdpa_uid::v, io, {b, h_kv, skv, d}, packed_strides(h_kv, skv, d)});
+  }
   t.scale = graph.tensor({"attn_scale", sdpa_uid::scale, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true});
   return t;
 }
@@ -107,19 +150,21 @@ std::vector<ByValueScalar> add_composite(OperationGraphBuilder& graph, const Att
   };
 
   const auto s_raw = scores("S", CUDNN_DATA_FLOAT);
-  graph.matmul("bmm1 Q.K^T", t.q, t.k, s_raw);
+  // With per-sequence lengths each batch entry's GEMMs stop at its own q_len x kv_len.
+  graph.matmul("bmm1 Q.K^T", t.q, t.k, s_raw, {.m = t.seq_len_q, .n = t.seq_len_kv});
   const auto s_scaled = scores("S*scale", CUDNN_DATA_FLOAT);
   graph.pointwise("attn_scale", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s_raw, t.scale, nullptr, s_scaled);
   auto logits = s_scaled;
 
   // Each side of the band as cudnn-frontend's composite diagonal-band node lowers it (the shape
   // the fusion engines recognise): its own row and column GEN_INDEX over the scores, the row
-  // (right side) or the column (left side) shifted by by-value constants, one comparison, and
+  // (right side) or the column (left side) shifted by by-value constants (the row by each
+  // sequence's own lengths when they are given), one comparison, and
   // BINARY_SELECT(keep ? S : -inf). Right side first, as the frontend orders them.
   const SdpaBand band = sdpa_band(p);
-  auto gen_index = [&](const char* name, std::int64_t axis) {
+  auto gen_index = [&](const char* name, std::int64_t axis, cudnnDataType_t compute) {
     const auto index = scores(name, CUDNN_DATA_INT32);
-    graph.pointwise(name, CUDNN_POINTWISE_GEN_INDEX, variant.gen_index_compute, logits, nullptr, nullptr, index, axis);
+    graph.pointwise(name, CUDNN_POINTWISE_GEN_INDEX, compute, logits, nullptr, nullptr, index, axis);
     return index;
   };
   auto select = [&](const char* name, cudnnBackendDescriptor_t keep) {
@@ -129,20 +174,39 @@ std::vector<ByValueScalar> add_composite(OperationGraphBuilder& graph, const Att
     graph.pointwise(name, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, logits, minus_inf, keep, masked);
     logits = masked;
   };
+  if (t.seq_len_q != nullptr) {
+    // Padding mask, before the band (cudnn-frontend's order): keep (i, j) when i < q_len(b) and
+    // j < kv_len(b); the [b, 1, 1, 1] lengths broadcast over heads, rows and keys.
+    const auto row = gen_index("row_index (padding)", 2, CUDNN_DATA_INT32);
+    const auto col = gen_index("col_index (padding)", 3, CUDNN_DATA_INT32);
+    const auto row_in = scores("row<seq_len_q", CUDNN_DATA_BOOLEAN);
+    graph.pointwise("row_lt_seq_len_q", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, row, t.seq_len_q, nullptr, row_in);
+    const auto col_in = scores("col<seq_len_kv", CUDNN_DATA_BOOLEAN);
+    graph.pointwise("col_lt_seq_len_kv", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, t.seq_len_kv, nullptr,
+                    col_in);
+    const auto keep = scores("inside", CUDNN_DATA_BOOLEAN);
+    graph.pointwise("padding_and", CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_in, col_in, nullptr, keep);
+    select("S_padded", keep);
+  }
   if (band.right_bound) {
     // Keep key j of row i when i [+ s_kv - s_q] [+ right] >= j.
-    auto row = gen_index("row_index", 2);
-    const auto col = gen_index("col_index", 3);
-    auto shift_row = [&](const char* name, cudnnPointwiseMode_t mode, const char* constant_name, int value) {
+    auto row = gen_index("row_index", 2, variant.gen_index_compute);
+    const auto col = gen_index("col_index", 3, variant.gen_index_compute);
+    auto shift_row = [&](const char* name, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t by) {
       const auto shifted = scores(name, CUDNN_DATA_INT32);
-      graph.pointwise(name, mode, CUDNN_DATA_INT32, row, int32_constant(constant_name, value), nullptr, shifted);
+      graph.pointwise(name, mode, CUDNN_DATA_INT32, row, by, nullptr, shifted);
       row = shifted;
     };
-    if (band.bottom_right) {
-      shift_row("row+s_kv", CUDNN_POINTWISE_ADD, "s_kv", s.seq_kv);
-      shift_row("row+s_kv-s_q", CUDNN_POINTWISE_SUB, "s_q", s.seq_q);
+    if (band.bottom_right && t.seq_len_q != nullptr) {
+      // Each sequence's own diagonal: row + kv_len(b) - q_len(b).
+      shift_row("row+seq_len_kv", CUDNN_POINTWISE_ADD, t.seq_len_kv);
+      shift_row("row+seq_len_kv-seq_len_q", CUDNN_POINTWISE_SUB, t.seq_len_q);
+    } else if (band.bottom_right) {
+      shift_row("row+s_kv", CUDNN_POINTWISE_ADD, int32_constant("s_kv", s.seq_kv));
+      shift_row("row+s_kv-s_q", CUDNN_POINTWISE_SUB, int32_constant("s_q", s.seq_q));
     }
-    if (*band.right_bound != 0) shift_row("row+right_bound", CUDNN_POINTWISE_ADD, "right_bound", *band.right_bound);
+    if (*band.right_bound != 0)
+      shift_row("row+right_bound", CUDNN_POINTWISE_ADD, int32_constant("right_bound", *band.right_bound));
     const auto keep = scores("row>=col", CUDNN_DATA_BOOLEAN);
     graph.pointwise("row_ge_col", CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, col, nullptr, keep);
     select("S_masked_right", keep);
@@ -150,8 +214,8 @@ std::vector<ByValueScalar> add_composite(OperationGraphBuilder& graph, const Att
   if (band.left_bound) {
     // Keep key j of row i when j + left_bound [- (s_kv - s_q)] > i; with fixed lengths one fp32
     // constant carries both terms (cudnn-frontend's form).
-    const auto row = gen_index("row_index (left)", 2);
-    const auto col = gen_index("col_index (left)", 3);
+    const auto row = gen_index("row_index (left)", 2, variant.gen_index_compute);
+    const auto col = gen_index("col_index (left)", 3, variant.gen_index_compute);
     const auto shifted = scores("col+left_bound", CUDNN_DATA_FLOAT);
     const auto bound = float_constant("left_bound", static_cast<float>(*band.left_bound - band.shift));
     graph.pointwise("col+left_bound", CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, col, bound, nullptr, shifted);
@@ -175,14 +239,76 @@ std::vector<ByValueScalar> add_composite(OperationGraphBuilder& graph, const Att
   const auto probs = scores("P", io_data_type(p.dtype));
   graph.pointwise("softmax div", CUDNN_POINTWISE_DIV, CUDNN_DATA_FLOAT, exps, row_sum, nullptr, probs);
 
-  graph.matmul("bmm2 P.V", probs, t.v, t.o);
+  graph.matmul("bmm2 P.V", probs, t.v, t.o, {.m = t.seq_len_q, .k = t.seq_len_kv});
   return constants;
+}
+
+// The limits of a ragged batch or a paged cache (a padding mask with per-sequence lengths).
+Unsupported per_sequence_unsupported(const AttentionProblem& p, std::size_t version, bool check_band_surface) {
+  const AttentionShape& s = p.shape;
+  const std::string what = s.paged() ? (s.ragged() ? "a paged K/V cache with a ragged batch" : "a paged K/V cache")
+                                     : "a ragged batch";
+  if (p.window.bounded())
+    return fmt::format("a sliding window with {} is not wired for cudnn (only causal masks follow per-sequence "
+                       "lengths here); use flash",
+                       what);
+  if (s.paged()) {
+    if (version < kPagedCacheMinVersion)
+      return needs_version(kPagedCacheMinVersion, "a paged K/V cache (the PAGED_CACHE_LOAD operation)", version);
+    if (s.packed_q() && version < kPagedRaggedMinVersion)
+      return needs_version(kPagedRaggedMinVersion, "a paged K/V cache with packed (ragged) queries", version);
+    if (s.head_dim > 128 && version < kPagedLargeHeadMinVersion)
+      return needs_version(kPagedLargeHeadMinVersion, "a paged K/V cache with head_dim above 128", version);
+  }
+  // Per-sequence lengths are arbitrary, so the bottom-right diagonal meets lengths that are not
+  // multiples of 64, which needs 9.6.0 (as for a fixed-length bottom-right band).
+  if (p.causal && p.is_bottom_right() && version < 90600)
+    return needs_version(90600, fmt::format("a bottom-right causal diagonal per sequence ({})", what), version);
+  if (p.causal && s.seq_q == 1 && version < 91000)
+    return needs_version(91000, "decode (seq_q 1) with a causal mask", version);
+  const std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
+  if (s.total_q() * s.heads * s.head_dim > int32_max || s.total_kv() * s.kv_heads() * s.head_dim > int32_max)
+    return fmt::format("{} of more than 2^31 elements needs int64 ragged offsets, which this backend does not build",
+                       what);
+  if (check_band_surface) {
+    // Rows that see no key (a key-less sequence, or q_len > kv_len under a bottom-right diagonal)
+    // must write zeros and -inf; cuDNN's softmax over an all-masked row does not promise that.
+    // First and last keys never decrease with the row, so the first and last rows tell.
+    for (int b = 0; b < s.batch; ++b) {
+      const int q_len = s.q_len(b), kv_len = s.kv_len(b);
+      if (q_len == 0) continue;
+      if (visible_keys(p, 0, q_len, kv_len).count() == 0 || visible_keys(p, q_len - 1, q_len, kv_len).count() == 0)
+        return fmt::format(
+            "sequence {} of {} ({} query rows, {} keys, {}) has query rows that see no key; cuDNN's fused attention "
+            "does not write them as zeros; use flash or efficient",
+            b, what, q_len, kv_len, to_string(causal_mode(p)));
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
+bool sdpa_per_sequence(const AttentionProblem& p) { return p.shape.ragged() || p.shape.paged(); }
+
+std::vector<std::int64_t> sdpa_ragged_offsets(const std::vector<int>& lens, int heads, int head_dim) {
+  std::vector<std::int64_t> offsets(lens.size() + 1, 0);
+  for (std::size_t i = 0; i < lens.size(); ++i)
+    offsets[i + 1] = offsets[i] + static_cast<std::int64_t>(lens[i]) * heads * head_dim;
+  return offsets;
+}
+
 SdpaBand sdpa_band(const AttentionProblem& p) {
   SdpaBand band;
+  if (sdpa_per_sequence(p)) {
+    // Lengths differ per sequence, so no bound can be dropped for the batch as a whole; windows
+    // are refused for these problems (sdpa_unsupported), so only the causal right bound remains.
+    if (p.causal) {
+      band.right_bound = 0;
+      band.bottom_right = p.is_bottom_right();
+    }
+    return band;
+  }
   const MaskBounds m = mask_bounds(p);
   if (!m.bounded()) return band;
   const int sq = p.shape.seq_q, skv = p.shape.seq_kv;
@@ -209,6 +335,8 @@ Unsupported sdpa_unsupported(const AttentionProblem& p, std::size_t version, boo
     return fmt::format("heads {} is not a multiple of heads_kv {}: cuDNN's fused attention broadcasts each K/V head "
                        "over the same number of query heads",
                        s.heads, s.kv_heads());
+
+  if (sdpa_per_sequence(p)) return per_sequence_unsupported(p, version, check_band_surface);
 
   const SdpaBand band = sdpa_band(p);
   if (!band.masked()) return std::nullopt;
@@ -249,13 +377,27 @@ Unsupported sdpa_unsupported(const AttentionProblem& p, std::size_t version, boo
 std::string describe(const SdpaGraphVariant& variant, const AttentionProblem& problem) {
   if (variant.kind == SdpaGraphKind::native_op) return "native SDPA_FWD op";
   const SdpaBand band = sdpa_band(problem);
-  if (!band.masked()) return "composite pattern graph";
-  return fmt::format("composite pattern graph ({}, GEN_INDEX math {})", describe_band(band),
-                     variant.gen_index_compute == CUDNN_DATA_INT32 ? "int32" : "fp32");
+  const AttentionShape& s = problem.shape;
+  std::string inputs;
+  if (sdpa_per_sequence(problem)) {
+    inputs = "padding mask";
+    if (s.packed_q()) inputs += ", ragged Q/O";
+    if (s.packed_kv()) inputs += ", ragged K/V";
+    if (s.paged()) inputs += fmt::format(", paged K/V (pages of {})", s.page_size);
+  }
+  if (!band.masked()) return inputs.empty() ? "composite pattern graph" : fmt::format("composite pattern graph ({})", inputs);
+  return fmt::format("composite pattern graph ({}{}{}, GEN_INDEX math {})", inputs, inputs.empty() ? "" : ", ",
+                     describe_band(band), variant.gen_index_compute == CUDNN_DATA_INT32 ? "int32" : "fp32");
 }
 
 std::vector<SdpaGraphVariant> sdpa_graph_variants(const AttentionProblem& problem, std::size_t cudnn_version) {
   std::vector<SdpaGraphVariant> variants;
+  if (sdpa_per_sequence(problem) && !sdpa_band(problem).masked()) {
+    // Per-sequence lengths need the composite graph's padding mask (the native op takes them
+    // only from 9.15 on, not wired here).
+    variants.push_back({SdpaGraphKind::composite});
+    return variants;
+  }
   if (sdpa_band(problem).masked()) {
     // The native op takes a mask only from cuDNN 9.21 (as a score-modifier subgraph).
     variants.push_back({SdpaGraphKind::composite, CUDNN_DATA_INT32});

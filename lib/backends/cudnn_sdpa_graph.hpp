@@ -5,6 +5,12 @@
 // - composite: the "flash fused attention fprop" pattern of matmul, pointwise and reduction
 //   operations that cuDNN 9 fuses into one kernel; used for every mask (causal, bottom-right,
 //   windows), and where the native operation is missing or rejected.
+// A ragged batch or a paged K/V cache (sdpa_per_sequence) always takes the composite graph with a
+// padding mask: per-sequence lengths as int32 [batch, 1, 1, 1] tensors cap both matmuls and mask
+// the padded rows and keys; packed Q/O and K/V carry ragged offset tensors (element offsets of
+// each sequence, [batch + 1, 1, 1, 1]); a paged cache is gathered by PAGED_CACHE_LOAD operations
+// through the block table, seen as a [batch, 1, pages_per_sequence, 1] tensor over the same memory.
+// A bottom-right diagonal follows each sequence's own lengths (row + kv_len(b) - q_len(b)).
 // What each cuDNN version takes (sdpa_unsupported) follows cudnn-frontend's SDPA support surface
 // (include/cudnn_frontend/node/sdpa_support_surface.h and its history), the checks cuDNN's own
 // front end makes before it hands these graphs to the library.
@@ -43,6 +49,13 @@ struct SdpaBand {
 
 SdpaBand sdpa_band(const AttentionProblem& problem);
 
+// True when the graph needs per-sequence lengths: a ragged batch or a paged K/V cache.
+bool sdpa_per_sequence(const AttentionProblem& problem);
+
+// Ragged offsets of a packed tensor [total, heads, head_dim]: batch + 1 element offsets,
+// cumulative length x heads x head_dim (what cuDNN's ragged offset tensors hold).
+std::vector<std::int64_t> sdpa_ragged_offsets(const std::vector<int>& lens, int heads, int head_dim);
+
 // Why the cuDNN of version `cudnn_version` (cudnnGetVersion(), e.g. 91400) cannot run the
 // problem through these graphs, naming the version that would be needed where one would do;
 // nullopt when it can (the fusion engine may still decline at plan time).
@@ -68,7 +81,19 @@ std::string describe(const SdpaGraphVariant& variant, const AttentionProblem& pr
 // 10 on, intermediates from 100 on.
 namespace sdpa_uid {
 inline constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, scale = 5, first_constant = 10;
+// Per-sequence inputs (device int32): lengths, the block table, ragged offsets of Q, K, V, O.
+inline constexpr std::int64_t seq_len_q = 6, seq_len_kv = 7, page_table = 8;
+inline constexpr std::int64_t ragged_q = 40, ragged_k = 41, ragged_v = 42, ragged_o = 43;
 }
+
+// Versions of the per-sequence features (cudnn-frontend's support surface and release notes):
+// paged caches (PAGED_CACHE_LOAD) from 9.5.0; a paged cache with packed (ragged) queries from 9.7.0;
+// a paged cache with head_dim above 128 from 9.10.0; ragged offsets before 9.18.1 only on Hopper
+// and newer (checked in prepare(), which knows the device).
+inline constexpr std::size_t kPagedCacheMinVersion = 90500;
+inline constexpr std::size_t kPagedRaggedMinVersion = 90700;
+inline constexpr std::size_t kPagedLargeHeadMinVersion = 91000;
+inline constexpr std::size_t kRaggedBeforeHopperMinVersion = 91801;
 
 // The first cuDNN release with CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR usable for fp16/bf16
 // (cuDNN-frontend gates its "unified" SDPA node on this version).

@@ -3,11 +3,16 @@
 // fp32 inputs (on FFMA), any head dim that is a multiple of 8 up to 256, and an additive bias;
 // like flash (and unlike PyTorch's) it reads grouped K/V heads in place (GQA, MQA) and runs
 // causal and sliding-window masks in either alignment, visiting only the key tiles they leave.
+// Ragged batches run packed, in the same one kernel: each block reads its sequence's lengths and
+// offsets (cumulative offsets of the packed q/o and k/v) and masks by that sequence's own
+// bounds. A paged K/V cache is not read: like PyTorch's, this kernel reads K/V contiguous.
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -54,6 +59,22 @@ class EfficientBackend final : public AttentionBackend {
     if (s.batch > kMaxGridYZ || s.heads > kMaxGridYZ)
       return fmt::format("batch and heads must be at most {} (grid y/z); got batch {}, heads {}", kMaxGridYZ,
                          s.batch, s.heads);
+    if (s.paged())
+      return fmt::format("efficient reads K and V contiguous (dense or packed), like PyTorch's memory-efficient "
+                         "kernel; a paged cache (page_size {}) needs its pages gathered first (math and manual do "
+                         "that; flash reads pages in place)",
+                         s.page_size);
+    if ((!s.seq_lens_q.empty() && static_cast<int>(s.seq_lens_q.size()) != s.batch) ||
+        (!s.seq_lens_kv.empty() && static_cast<int>(s.seq_lens_kv.size()) != s.batch))
+      return fmt::format("a ragged batch needs one length per sequence ({}); got {} query and {} key lengths", s.batch,
+                         s.seq_lens_q.size(), s.seq_lens_kv.size());
+    if (s.ragged() && s.head_dim > kernel::kMaxRaggedHeadDim)
+      return fmt::format("the ragged kernels are compiled for head dims up to {} (buckets 64 and 128); got {}",
+                         kernel::kMaxRaggedHeadDim, s.head_dim);
+    if (s.ragged() && problem.has_bias && !kernel::ragged_takes_bias(problem.dtype))
+      return fmt::format("the {} ragged kernels are compiled without a bias term (fp32's takes one; dense batches do "
+                         "too)",
+                         to_string(problem.dtype));
     if (problem.softmax_scale() == 0.f || !std::isfinite(problem.softmax_scale()))
       return fmt::format("softmax scale must be finite and non-zero; got {}", problem.softmax_scale());
     return std::nullopt;
@@ -61,9 +82,10 @@ class EfficientBackend final : public AttentionBackend {
 
   // One cudaFuncSetAttribute per compiled instantiation, the first time a problem needs it.
   void prepare(const AttentionProblem& problem, cudaStream_t) override {
-    const auto key = std::make_pair(problem.dtype, kernel::head_dim_bucket(problem.shape.head_dim));
+    const bool ragged = problem.shape.ragged();
+    const auto key = std::make_tuple(problem.dtype, kernel::head_dim_bucket(problem.shape.head_dim), ragged);
     if (prepared_.count(key) != 0) return;
-    CUDA_CHECK(kernel::prepare_forward(problem.dtype, problem.shape.head_dim));
+    CUDA_CHECK(kernel::prepare_forward(problem.dtype, problem.shape.head_dim, ragged));
     prepared_.insert(key);
   }
 
@@ -84,12 +106,23 @@ class EfficientBackend final : public AttentionBackend {
     params.head_dim = problem.shape.head_dim;
     params.scale = problem.softmax_scale();
     params.mask = mask_bounds(problem);
+    params.bias_ld = problem.shape.seq_kv;
+    if (problem.shape.ragged()) {
+      params.seq_lens_q = buffers.seq_lens_q;
+      params.seq_lens_kv = buffers.seq_lens_kv;
+    }
+    if (problem.shape.packed_q()) params.cu_seqlens_q = buffers.cu_seqlens_q;
+    if (problem.shape.packed_kv()) params.cu_seqlens_kv = buffers.cu_seqlens_kv;
+    if ((problem.shape.ragged() && (params.seq_lens_q == nullptr || params.seq_lens_kv == nullptr)) ||
+        (problem.shape.packed_q() && params.cu_seqlens_q == nullptr) ||
+        (problem.shape.packed_kv() && params.cu_seqlens_kv == nullptr))
+      throw std::invalid_argument("efficient: a ragged batch needs its device length and offset arrays");
     kernel::forward(problem.dtype, params, stream);
     CUDA_CHECK_LAUNCH();
   }
 
  private:
-  std::set<std::pair<DType, int>> prepared_;
+  std::set<std::tuple<DType, int, bool>> prepared_;
 };
 
 }  // namespace

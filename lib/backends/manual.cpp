@@ -10,7 +10,13 @@
 // v.repeat_interleave(g, 1) every call (two copy kernels). Bottom-right alignment and windows
 // through the mask given to masked_fill: .tril(diagonal) and/or .triu(diagonal). A row the mask
 // leaves empty would be NaN (softmax of all -inf), so such problems are rejected.
+// Ragged batches and paged caches as such a script meets them, every call: the packed q, k, v
+// padded to the longest sequence (pad_ragged), the pages gathered into a contiguous K and V
+// (gather_paged_kv), a [batch, 1, L, S] mask that also hides the padded keys and follows each
+// sequence's own bottom-right diagonal, and the valid rows copied back into the packed output
+// (unpad_ragged); each copy is its own kernel in the trace.
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -19,6 +25,7 @@
 #include "backends/factories.hpp"
 #include "core/mask_bounds.hpp"
 #include "elementwise/elementwise.hpp"
+#include "elementwise/ragged_layout.hpp"
 #include "gpu/device_memory.hpp"
 
 namespace attnprof {
@@ -30,11 +37,20 @@ std::int64_t repeated_kv_elements(const AttentionShape& s) {
   return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_kv * s.head_dim;
 }
 
-// The first query row that sees no key, or -1 (each sequence's rows are alike: one pass).
-int first_row_without_keys(const AttentionProblem& p) {
-  for (int row = 0; row < p.shape.seq_q; ++row)
-    if (visible_keys(p, row, p.shape.seq_q, p.shape.seq_kv).count() == 0) return row;
-  return -1;
+struct RowWithoutKeys {
+  int sequence = -1;  // -1: every row sees a key
+  int row = -1;
+};
+
+// The first query row (of a sequence's own rows) that sees no key under its sequence's lengths.
+// A dense batch's sequences are alike: one pass. Padded rows are not counted: their NaN output
+// is dropped by the copy back into the packed output.
+RowWithoutKeys first_row_without_keys(const AttentionProblem& p) {
+  const AttentionShape& s = p.shape;
+  for (int b = 0; b < (s.ragged() ? s.batch : 1); ++b)
+    for (int row = 0; row < s.q_len(b); ++row)
+      if (visible_keys(p, row, s.q_len(b), s.kv_len(b)).count() == 0) return {b, row};
+  return {};
 }
 
 class ManualBackend final : public AttentionBackend {
@@ -51,12 +67,18 @@ class ManualBackend final : public AttentionBackend {
     const AttentionShape& s = p.shape;
     if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
       return fmt::format("heads ({}) must be a multiple of heads_kv ({}) to repeat K and V", s.heads, s.kv_heads());
-    if (const int row = first_row_without_keys(p); row >= 0)
-      return fmt::format("query row {} sees no key under this mask: the five-line attention's softmax would give NaN "
-                         "there (math's _safe_softmax gives the zeros the reference expects)",
-                         row);
+    if ((!s.seq_lens_q.empty() && static_cast<int>(s.seq_lens_q.size()) != s.batch) ||
+        (!s.seq_lens_kv.empty() && static_cast<int>(s.seq_lens_kv.size()) != s.batch))
+      return fmt::format("a ragged batch needs one length per sequence ({}); got {} query and {} key lengths", s.batch,
+                         s.seq_lens_q.size(), s.seq_lens_kv.size());
+    if (const RowWithoutKeys empty = first_row_without_keys(p); empty.row >= 0)
+      return fmt::format("query row {}{} sees no key under this mask: the five-line attention's softmax would give "
+                         "NaN there (math's _safe_softmax gives the zeros the reference expects)",
+                         empty.row, s.ragged() ? fmt::format(" of sequence {}", empty.sequence) : std::string());
     const double need = (4.0 * static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv +
-                         (p.has_grouped_heads() ? 2.0 * repeated_kv_elements(s) : 0.0)) *
+                         (p.has_grouped_heads() ? 2.0 * repeated_kv_elements(s) : 0.0) +
+                         (s.packed_q() ? 2.0 * element_count_q(s) : 0.0) +
+                         (s.packed_kv() || s.paged() ? 2.0 * element_count_kv(s) : 0.0)) *
                         dtype_bytes(p.dtype);
     if (device_memory_ > 0 && need > 0.75 * static_cast<double>(device_memory_))
       return fmt::format("manual materialises the score matrix several times: {:.1f} GiB of workspace, more than "
@@ -69,7 +91,17 @@ class ManualBackend final : public AttentionBackend {
     if (!cublas_) cublas_ = std::make_unique<CublasHandle>();
     const AttentionShape& s = p.shape;
     const std::size_t scores = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.seq_kv * dtype_bytes(p.dtype);
-    const std::size_t mask = static_cast<std::size_t>(s.seq_q) * s.seq_kv;
+    const std::size_t mask = static_cast<std::size_t>(s.ragged() ? s.batch : 1) * s.seq_q * s.seq_kv;
+    const std::size_t in_q = static_cast<std::size_t>(element_count_q(s)) * dtype_bytes(p.dtype);
+    const std::size_t in_kv = static_cast<std::size_t>(element_count_kv(s)) * dtype_bytes(p.dtype);
+    if (s.packed_q()) {
+      q_padded_.reserve(in_q);
+      o_padded_.reserve(in_q);
+    }
+    if (s.packed_kv() || s.paged()) {
+      k_padded_.reserve(in_kv);
+      v_padded_.reserve(in_kv);
+    }
     raw_scores_.reserve(scores);
     scaled_.reserve(scores);
     filled_.reserve(scores);
@@ -88,13 +120,39 @@ class ManualBackend final : public AttentionBackend {
     const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
     const std::int64_t score_elems = mask_elems * matrices;
 
-    // k = k.repeat_interleave(heads // heads_kv, dim=1); v likewise
+    // Padded / gathered inputs first (a ragged batch, a paged cache); the output stays padded
+    // until the valid rows are copied back at the end.
+    const void* query = io.q;
     const void* key = io.k;
     const void* value = io.v;
+    void* o_dense = io.o;
+    if (s.packed_q()) {
+      k::pad_ragged(io.q, q_padded_.get(), p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
+      query = q_padded_.get();
+      o_dense = o_padded_.get();
+    }
+    if (s.paged()) {
+      const int* lens = s.ragged() ? io.seq_lens_kv : nullptr;
+      k::gather_paged_kv(io.k, k_padded_.get(), p.dtype, io.block_table, lens, s.batch, s.kv_heads(), s.seq_kv,
+                         s.head_dim, s.page_size, s.pages_per_sequence(), stream);
+      k::gather_paged_kv(io.v, v_padded_.get(), p.dtype, io.block_table, lens, s.batch, s.kv_heads(), s.seq_kv,
+                         s.head_dim, s.page_size, s.pages_per_sequence(), stream);
+      key = k_padded_.get();
+      value = v_padded_.get();
+    } else if (s.packed_kv()) {
+      k::pad_ragged(io.k, k_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
+                    stream);
+      k::pad_ragged(io.v, v_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
+                    stream);
+      key = k_padded_.get();
+      value = v_padded_.get();
+    }
+
+    // k = k.repeat_interleave(heads // heads_kv, dim=1); v likewise
     if (p.has_grouped_heads()) {
       const std::int64_t head = static_cast<std::int64_t>(s.seq_kv) * s.head_dim;
-      k::repeat_interleave(io.k, k_repeated_.get(), p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
-      k::repeat_interleave(io.v, v_repeated_.get(), p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
+      k::repeat_interleave(key, k_repeated_.get(), p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
+      k::repeat_interleave(value, v_repeated_.get(), p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
       key = k_repeated_.get();
       value = v_repeated_.get();
     }
@@ -105,7 +163,7 @@ class ManualBackend final : public AttentionBackend {
     scores.m = s.seq_q;
     scores.n = s.seq_kv;
     scores.k = s.head_dim;
-    scores.a = io.q;
+    scores.a = query;
     scores.stride_a = static_cast<long long>(s.seq_q) * s.head_dim;
     scores.b = key;
     scores.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
@@ -117,18 +175,23 @@ class ManualBackend final : public AttentionBackend {
 
     void* attn = scaled_.get();
     const MaskBounds mask = mask_bounds(p);
-    if (mask.bounded()) {
-      // mask = torch.ones(L, S, dtype=bool).tril(diagonal) [.triu(diagonal)]; causal top-left is .tril()
+    if (mask.bounded() || s.ragged()) {
       bool* keep = ones_.as<bool>();
-      bool* spare = keep_.as<bool>();
-      k::fill_bool(keep, true, mask_elems, stream);
-      if (mask.high < MaskBounds::kUnboundedKeys) {
-        k::tril(keep, spare, s.seq_q, s.seq_kv, mask.high, stream);
-        std::swap(keep, spare);
-      }
-      if (mask.low > -MaskBounds::kUnboundedKeys) {
-        k::triu(keep, spare, s.seq_q, s.seq_kv, mask.low, stream);
-        std::swap(keep, spare);
+      if (s.ragged()) {
+        // mask[b] = (arange(S) < kv_len[b]) & sequence b's own causal/window band: [batch, 1, L, S]
+        k::ragged_mask(keep, io.seq_lens_q, io.seq_lens_kv, mask, s.batch, s.seq_q, s.seq_kv, stream);
+      } else {
+        // mask = torch.ones(L, S, dtype=bool).tril(diagonal) [.triu(diagonal)]; causal top-left is .tril()
+        bool* spare = keep_.as<bool>();
+        k::fill_bool(keep, true, mask_elems, stream);
+        if (mask.high < MaskBounds::kUnboundedKeys) {
+          k::tril(keep, spare, s.seq_q, s.seq_kv, mask.high, stream);
+          std::swap(keep, spare);
+        }
+        if (mask.low > -MaskBounds::kUnboundedKeys) {
+          k::triu(keep, spare, s.seq_q, s.seq_kv, mask.low, stream);
+          std::swap(keep, spare);
+        }
       }
       if (masked_fill_ == MaskedFill::out_of_place) {
         // Tensor.masked_fill = clone() + masked_fill_(): the clone is a device-to-device copy.
@@ -136,7 +199,10 @@ class ManualBackend final : public AttentionBackend {
                                    cudaMemcpyDeviceToDevice, stream));
         attn = filled_.get();
       }
-      k::masked_fill(attn, p.dtype, keep, -INFINITY, mask_elems, matrices, stream);
+      if (s.ragged())
+        k::masked_fill_batch(attn, p.dtype, keep, -INFINITY, mask_elems, s.batch, s.heads, stream);
+      else
+        k::masked_fill(attn, p.dtype, keep, -INFINITY, mask_elems, matrices, stream);
     }
     k::softmax_rows(attn, probs_.get(), p.dtype, matrices * s.seq_q, s.seq_kv, stream);
 
@@ -150,10 +216,13 @@ class ManualBackend final : public AttentionBackend {
     out.stride_a = mask_elems;
     out.b = value;
     out.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
-    out.c = io.o;
+    out.c = o_dense;
     out.stride_c = static_cast<long long>(s.seq_q) * s.head_dim;
     out.batch = static_cast<int>(matrices);
     run_batched_gemm(cublas_->get(), stream, out);
+    // out.transpose(1, 2)[valid]: the valid rows back into the packed output.
+    if (s.packed_q())
+      k::unpad_ragged(o_padded_.get(), io.o, p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
     CUDA_CHECK_LAUNCH();
   }
 
@@ -161,6 +230,7 @@ class ManualBackend final : public AttentionBackend {
   MaskedFill masked_fill_;
   mutable std::int64_t device_memory_ = 0;
   std::unique_ptr<CublasHandle> cublas_;
+  DeviceBuffer q_padded_, k_padded_, v_padded_, o_padded_;
   DeviceBuffer raw_scores_, scaled_, filled_, probs_, ones_, keep_, k_repeated_, v_repeated_;
 };
 

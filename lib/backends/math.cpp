@@ -8,6 +8,11 @@
 // and sliding windows as the boolean mask a caller passes (what PyTorch's causal_lower_right
 // materialises for math): ones -> tril(diagonal) and/or triu(diagonal), built every call like
 // the causal mask; a row the mask leaves empty comes out zero through _safe_softmax.
+// Ragged batches and paged caches as a plain PyTorch program meets them, every call: the packed
+// q, k, v padded to the longest sequence (pad_ragged), the pages gathered into a contiguous K and
+// V (gather_paged_kv), a [batch, 1, L, S] mask that also hides the padded keys and follows each
+// sequence's own bottom-right diagonal, then the valid rows copied back into the packed output
+// (unpad_ragged). Those copies are their own kernels in the trace.
 #include <cmath>
 #include <utility>
 
@@ -17,6 +22,7 @@
 #include "backends/factories.hpp"
 #include "core/mask_bounds.hpp"
 #include "elementwise/elementwise.hpp"
+#include "elementwise/ragged_layout.hpp"
 #include "gpu/device_memory.hpp"
 
 namespace attnprof {
@@ -32,13 +38,21 @@ std::int64_t repeated_kv_elements(const AttentionShape& s) {
   return static_cast<std::int64_t>(s.batch) * s.heads * s.seq_kv * s.head_dim;
 }
 
+// Elements of one mask: [seq_q, seq_kv], or one per sequence ([batch, seq_q, seq_kv]) when ragged.
+std::int64_t mask_elements(const AttentionShape& s) {
+  return static_cast<std::int64_t>(s.ragged() ? s.batch : 1) * s.seq_q * s.seq_kv;
+}
+
 double workspace_bytes(const AttentionProblem& p) {
   const AttentionShape& s = p.shape;
   const double scores = static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv;
-  const double mask = static_cast<double>(s.seq_q) * s.seq_kv;
+  const double mask = static_cast<double>(mask_elements(s));
   const double repeated = p.has_grouped_heads() ? 2.0 * 4.0 * repeated_kv_elements(s) : 0.0;
+  // The padded (or gathered) copies in the input dtype: q and o, k and v.
+  const double padded = dtype_bytes(p.dtype) * ((s.packed_q() ? 2.0 * element_count_q(s) : 0.0) +
+                                                (s.packed_kv() || s.paged() ? 2.0 * element_count_kv(s) : 0.0));
   return scores * (4.0 * kScoreTensorsFp32 + 1.0 /*isneginf*/ + dtype_bytes(p.dtype) /*weights*/) +
-         mask * (2.0 + 4.0) + 4.0 * (3.0 * element_count_kv(s) + 3.0 * element_count_q(s)) + repeated;
+         mask * (2.0 + 4.0) + 4.0 * (3.0 * element_count_kv(s) + 3.0 * element_count_q(s)) + repeated + padded;
 }
 
 class MathBackend final : public AttentionBackend {
@@ -53,6 +67,10 @@ class MathBackend final : public AttentionBackend {
     if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
       return fmt::format("heads ({}) must be a multiple of heads_kv ({}) to repeat K and V into every query head",
                          s.heads, s.kv_heads());
+    if ((!s.seq_lens_q.empty() && static_cast<int>(s.seq_lens_q.size()) != s.batch) ||
+        (!s.seq_lens_kv.empty() && static_cast<int>(s.seq_lens_kv.size()) != s.batch))
+      return fmt::format("a ragged batch needs one length per sequence ({}); got {} query and {} key lengths", s.batch,
+                         s.seq_lens_q.size(), s.seq_lens_kv.size());
     const double need = workspace_bytes(p);
     if (device_memory_ > 0 && need > 0.75 * static_cast<double>(device_memory_))
       return fmt::format("math materialises every score matrix in fp32: {:.1f} GiB of workspace, more than 75% of "
@@ -67,7 +85,17 @@ class MathBackend final : public AttentionBackend {
     const std::size_t q = static_cast<std::size_t>(element_count_q(s)) * 4;
     const std::size_t kv = static_cast<std::size_t>(element_count_kv(s)) * 4;
     const std::size_t scores = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.seq_kv;
-    const std::size_t mask = static_cast<std::size_t>(s.seq_q) * s.seq_kv;
+    const std::size_t mask = static_cast<std::size_t>(mask_elements(s));
+    const std::size_t in_q = static_cast<std::size_t>(element_count_q(s)) * dtype_bytes(p.dtype);
+    const std::size_t in_kv = static_cast<std::size_t>(element_count_kv(s)) * dtype_bytes(p.dtype);
+    if (s.packed_q()) {
+      q_padded_.reserve(in_q);
+      o_padded_.reserve(in_q);
+    }
+    if (s.packed_kv() || s.paged()) {
+      k_padded_.reserve(in_kv);
+      v_padded_.reserve(in_kv);
+    }
     q32_.reserve(q);
     k32_.reserve(kv);
     v32_.reserve(kv);
@@ -99,14 +127,19 @@ class MathBackend final : public AttentionBackend {
     const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
     const bool upcast = p.dtype != DType::fp32;
 
+    // A ragged batch is padded to [batch, heads, seq, head_dim] and a paged cache gathered into
+    // a contiguous one before SDPA sees them; the output is padded until the end.
+    const PaddedInputs in = pad_inputs(p, io, stream);
+    void* o_dense = s.packed_q() ? o_padded_.get() : io.o;
+
     // q, k, v .to(float)
-    const void* q = io.q;
-    const void* kk = io.k;
-    const void* v = io.v;
+    const void* q = in.q;
+    const void* kk = in.k;
+    const void* v = in.v;
     if (upcast) {
-      k::convert(io.q, p.dtype, q32_.get(), DType::fp32, nq, stream);
-      k::convert(io.k, p.dtype, k32_.get(), DType::fp32, nkv, stream);
-      k::convert(io.v, p.dtype, v32_.get(), DType::fp32, nkv, stream);
+      k::convert(in.q, p.dtype, q32_.get(), DType::fp32, nq, stream);
+      k::convert(in.k, p.dtype, k32_.get(), DType::fp32, nkv, stream);
+      k::convert(in.v, p.dtype, v32_.get(), DType::fp32, nkv, stream);
       q = q32_.get();
       kk = k32_.get();
       v = v32_.get();
@@ -129,7 +162,14 @@ class MathBackend final : public AttentionBackend {
     float* neg_inf = zero + 1;
     float* softmax_zero = zero + 2;
     const MaskBounds mask = mask_bounds(p);
-    if (mask.bounded()) {
+    if (s.ragged()) {
+      // One mask per sequence: arange(S) < kv_len[b], and each sequence's own causal/window
+      // band; then where(mask, 0, -inf) over all of them.
+      k::ragged_mask(ones_.as<bool>(), io.seq_lens_q, io.seq_lens_kv, mask, s.batch, s.seq_q, s.seq_kv, stream);
+      k::fill_float(zero, 0.f, 1, stream);
+      k::fill_float(neg_inf, -INFINITY, 1, stream);
+      k::where_scalars(ones_.as<bool>(), zero, neg_inf, mask_float_.as<float>(), mask_elems * s.batch, stream);
+    } else if (mask.bounded()) {
       // at::ones({L, S}, bool).tril(diagonal) [.triu(diagonal) for a window's left edge], then
       // convert_boolean_attn_mask: where(mask, 0, -inf). Top-left causal is plain .tril().
       bool* built = ones_.as<bool>();
@@ -163,7 +203,10 @@ class MathBackend final : public AttentionBackend {
     scores.batch = static_cast<int>(matrices);
     run_batched_gemm(cublas_->get(), stream, scores);
 
-    if (mask.bounded()) k::add_broadcast(attn_.as<float>(), mask_float_.as<float>(), mask_elems, matrices, stream);
+    if (s.ragged())
+      k::add_batch_broadcast(attn_.as<float>(), mask_float_.as<float>(), mask_elems, s.batch, s.heads, stream);
+    else if (mask.bounded())
+      k::add_broadcast(attn_.as<float>(), mask_float_.as<float>(), mask_elems, matrices, stream);
     if (p.has_bias && io.bias != nullptr) k::add_broadcast(attn_.as<float>(), io.bias, mask_elems, matrices, stream);
 
     // _safe_softmax: softmax, then zero the rows that were all -inf
@@ -186,17 +229,53 @@ class MathBackend final : public AttentionBackend {
     out.stride_a = mask_elems;
     out.b = v;
     out.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
-    out.c = upcast ? out32_.get() : io.o;
+    out.c = upcast ? out32_.get() : o_dense;
     out.stride_c = static_cast<long long>(s.seq_q) * s.head_dim;
     out.batch = static_cast<int>(matrices);
     run_batched_gemm(cublas_->get(), stream, out);
-    if (upcast) k::convert(out32_.get(), DType::fp32, io.o, p.dtype, nq, stream);
+    if (upcast) k::convert(out32_.get(), DType::fp32, o_dense, p.dtype, nq, stream);
+    // out.transpose(1, 2)[valid]: the valid rows back into the packed output.
+    if (s.packed_q())
+      k::unpad_ragged(o_padded_.get(), io.o, p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
     CUDA_CHECK_LAUNCH();
   }
 
  private:
+  struct PaddedInputs {
+    const void* q;
+    const void* k;
+    const void* v;
+  };
+
+  // q, k, v as the dense path reads them: the problem's own buffers, or padded / gathered copies.
+  PaddedInputs pad_inputs(const AttentionProblem& p, const AttentionBuffers& io, cudaStream_t stream) {
+    const AttentionShape& s = p.shape;
+    PaddedInputs in{io.q, io.k, io.v};
+    if (s.packed_q()) {
+      k::pad_ragged(io.q, q_padded_.get(), p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
+      in.q = q_padded_.get();
+    }
+    if (s.paged()) {
+      const int* lens = s.ragged() ? io.seq_lens_kv : nullptr;
+      for (auto [cache, copy] : {std::pair{io.k, &k_padded_}, std::pair{io.v, &v_padded_}})
+        k::gather_paged_kv(cache, copy->get(), p.dtype, io.block_table, lens, s.batch, s.kv_heads(), s.seq_kv,
+                           s.head_dim, s.page_size, s.pages_per_sequence(), stream);
+      in.k = k_padded_.get();
+      in.v = v_padded_.get();
+    } else if (s.packed_kv()) {
+      k::pad_ragged(io.k, k_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
+                    stream);
+      k::pad_ragged(io.v, v_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
+                    stream);
+      in.k = k_padded_.get();
+      in.v = v_padded_.get();
+    }
+    return in;
+  }
+
   mutable std::int64_t device_memory_ = 0;
   std::unique_ptr<CublasHandle> cublas_;
+  DeviceBuffer q_padded_, k_padded_, v_padded_, o_padded_;
   DeviceBuffer q32_, k32_, v32_, q_scaled_, k_scaled_, out32_, k_repeated_, v_repeated_;
   DeviceBuffer attn_, softmax_, probs_, is_neginf_, rows_all_neginf_, weights_;
   DeviceBuffer ones_, tril_, mask_float_, scalars_;

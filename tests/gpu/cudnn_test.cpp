@@ -5,12 +5,16 @@
 // heads, alignment or window; GQA at a shape of the PyTorch reference figures. On request
 // (--gtest_also_run_disabled_tests --gtest_filter='CudnnProbe.*'), a probe that prints what the
 // loaded cuDNN does with the bands the backend refuses (rows that see no key, seq_q > seq_kv).
+// Ragged batches and paged K/V caches (issue 19): the version gates of the per-sequence features,
+// the ragged offsets, and on the GPU every layout against the float64 reference.
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "backends/backend.hpp"
@@ -172,6 +176,74 @@ TEST(CudnnSupport, BandKeepsExactlyTheVisibleKeys) {
     }
 }
 
+// A ragged and/or paged problem: lengths per sequence (empty: dense), page_size 0 = not paged.
+AttentionProblem ragged(AttentionProblem p, std::vector<int> lens_q, std::vector<int> lens_kv, int page_size = 0) {
+  p.shape.seq_lens_q = std::move(lens_q);
+  p.shape.seq_lens_kv = std::move(lens_kv);
+  p.shape.page_size = page_size;
+  return p;
+}
+
+std::string ragged_label(const AttentionProblem& p) {
+  const AttentionShape& s = p.shape;
+  return fmt::format("{} q[{}] kv[{}]{}", label(p), fmt::join(s.seq_lens_q, ","), fmt::join(s.seq_lens_kv, ","),
+                     s.paged() ? fmt::format(" pages of {}", s.page_size) : "");
+}
+
+TEST(CudnnSupport, PerSequenceFeaturesNameTheVersionNeeded) {
+  struct Case {
+    AttentionProblem problem;
+    std::size_t version;
+    std::string expect;  // "" runs; otherwise a piece of the reason
+  };
+  const AttentionProblem base = problem(3, 8, 2, 64, 300, 64, kFull);
+  const AttentionProblem causal_br = problem(3, 8, 2, 64, 300, 64, kCausalBottomRight);
+  const AttentionProblem d128 = problem(3, 8, 2, 64, 300, 128, kFull);
+  const std::vector<Case> cases = {
+      // Ragged (packed) batches: a padding mask with ragged offsets, every cuDNN 9 (the device
+      // gate for pre-Hopper GPUs is prepare()'s).
+      {ragged(base, {1, 17, 64}, {5, 300, 17}), 90000, ""},
+      {ragged(base, {1, 17, 64}, {}), 90000, ""},
+      // A bottom-right diagonal per sequence: 9.6.0.
+      {ragged(causal_br, {1, 17, 64}, {5, 300, 64}), 90500, "9.6.0"},
+      {ragged(causal_br, {1, 17, 64}, {5, 300, 64}), 90600, ""},
+      // Paged caches: 9.5.0; with packed queries 9.7.0; head_dim 128 < 9.10 is fine, above not.
+      {ragged(base, {}, {5, 300, 17}, 16), 90400, "9.5.0"},
+      {ragged(base, {}, {5, 300, 17}, 16), 90500, ""},
+      {ragged(base, {}, {}, 64), 90500, ""},
+      {ragged(base, {1, 17, 64}, {5, 300, 17}, 16), 90600, "9.7.0"},
+      {ragged(base, {1, 17, 64}, {5, 300, 17}, 16), 90700, ""},
+      {ragged(d128, {}, {5, 300, 17}, 64), 90500, ""},
+      {ragged(problem(3, 8, 2, 64, 300, 256, kFull), {}, {5, 300, 17}, 64), 90900, "9.10.0"},
+      // Rows that see no key: a key-less sequence; q_len > kv_len under a bottom-right diagonal.
+      {ragged(base, {1, 17, 64}, {5, 0, 17}), 91900, "sequence 1"},
+      {ragged(causal_br, {1, 17, 64}, {5, 300, 17}), 91900, "sequence 2"},
+      {ragged(problem(3, 8, 2, 64, 300, 64, kCausal), {1, 17, 64}, {5, 300, 17}), 91900, ""},
+      // An empty query sequence has no rows: fine.
+      {ragged(causal_br, {0, 17, 64}, {0, 300, 64}), 91900, ""},
+      // Windows do not follow per-sequence lengths here.
+      {ragged(problem(3, 8, 2, 64, 300, 64, {true, {16, -1}, br}), {1, 17, 64}, {5, 300, 64}), 91900, "window"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ragged_label(c.problem) + " on " + format_cudnn_version(c.version));
+    const std::string reason = sdpa_unsupported(c.problem, c.version).value_or("");
+    if (c.expect.empty())
+      EXPECT_EQ(reason, "");
+    else
+      EXPECT_NE(reason.find(c.expect), std::string::npos) << reason;
+  }
+}
+
+TEST(CudnnSupport, RaggedOffsetsCountElements) {
+  EXPECT_EQ(sdpa_ragged_offsets({1, 17, 0, 300}, 8, 64),
+            (std::vector<std::int64_t>{0, 512, 512 + 17 * 512, 512 + 17 * 512, 512 + 317 * 512}));
+  // A causal mask per sequence: a right bound, the alignment kept even when the maxima are square.
+  const SdpaBand band = sdpa_band(ragged(problem(2, 8, 2, 33, 33, 64, kCausalBottomRight), {1, 33}, {33, 1}));
+  EXPECT_EQ(band.right_bound, 0);
+  EXPECT_TRUE(band.bottom_right);
+  EXPECT_FALSE(sdpa_band(ragged(problem(2, 8, 2, 33, 33, 64, kFull), {1, 33}, {33, 1})).masked());
+}
+
 // ---------------------------------------------------------------------------------------------
 // On the GPU.
 
@@ -242,6 +314,85 @@ TEST(Cudnn, GroupedHeadsAtReferenceShapes) {
   }
 }
 
+// Ragged batches and paged caches against the float64 reference: lengths 1, 17 and the maximum,
+// seq_q != seq_kv, the three causal modes, GQA, head dims 64 and 128, bf16 and fp16, pages of 16
+// and 64, decode (seq_q 1). What the loaded cuDNN refuses is printed with its reason, not failed:
+// the version gates are tested above.
+TEST(Cudnn, RaggedAndPagedMatchTheReference) {
+  auto backend = make_cudnn_backend(CudnnBackendOptions{});
+  if (auto reason = backend->check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+  std::printf("cuDNN %s\n", cudnn_runtime_description().c_str());
+  const Mask modes[] = {kFull, kCausal, kCausalBottomRight};
+  std::vector<AttentionProblem> problems;
+  for (const Mask& mask : modes) {
+    // Ragged prefill, packed Q/O and K/V, q_len <= kv_len per sequence (every row sees a key).
+    problems.push_back(ragged(problem(3, 8, 2, 129, 300, 64, mask), {1, 17, 129}, {17, 300, 129}));
+    problems.push_back(ragged(problem(3, 8, 8, 129, 300, 128, mask, DType::fp16), {1, 17, 129}, {1, 300, 200}));
+    // Ragged K/V only (dense Q), and ragged Q only (dense K/V).
+    problems.push_back(ragged(problem(3, 8, 2, 17, 300, 64, mask), {}, {17, 300, 64}));
+    problems.push_back(ragged(problem(3, 8, 2, 255, 255, 128, mask), {1, 17, 255}, {}));
+    // Paged K/V, pages of 16 and 64, with per-sequence K/V lengths; dense and packed queries.
+    problems.push_back(ragged(problem(3, 8, 2, 17, 300, 128, mask), {}, {17, 300, 150}, 16));
+    problems.push_back(ragged(problem(3, 8, 2, 64, 300, 64, mask, DType::fp16), {}, {}, 64));
+    problems.push_back(ragged(problem(3, 8, 2, 33, 300, 128, mask), {1, 17, 33}, {17, 300, 33}, 64));
+    // Decode: one query row per sequence against a paged, ragged cache; GQA 32/8, d128.
+    problems.push_back(ragged(problem(4, 32, 8, 1, 1000, 128, mask), {}, {1, 17, 1000, 513}, 16));
+    problems.push_back(ragged(problem(4, 32, 8, 1, 1000, 128, mask, DType::fp16), {}, {1, 17, 1000, 513}, 64));
+  }
+  CudaStream stream;
+  int verified = 0, refused = 0;
+  for (const AttentionProblem& p : problems) {
+    SCOPED_TRACE(ragged_label(p));
+    if (auto reason = backend->check_problem(p)) {
+      std::printf("  SKIP %s: %s\n", ragged_label(p).c_str(), reason->c_str());
+      ++refused;
+      continue;
+    }
+    try {
+      const Verification v = verify(*backend, p, stream);
+      EXPECT_TRUE(v.passed) << v.detail;
+      EXPECT_EQ(v.non_finite, 0);
+      std::printf("  %s %-72s rel.err %.3e (bound %.0e, %lld rows)\n", v.passed ? "OK  " : "FAIL",
+                  ragged_label(p).c_str(), v.relative_error, v.bound, static_cast<long long>(v.rows_checked));
+      ++verified;
+    } catch (const BackendUnsupportedError& e) {
+      std::printf("  SKIP %s: the plan build rejected it: %s\n", ragged_label(p).c_str(), e.what());
+      ++refused;
+    }
+  }
+  std::printf("  %d verified, %d skipped with a reason, of %zu\n", verified, refused, problems.size());
+  RecordProperty("cudnn_version", cudnn_runtime_version());
+  // cuDNN 9.6+ takes every one of these; a skip there is a regression of this backend.
+  if (cudnn_runtime_version_number() >= 90700) EXPECT_EQ(refused, 0);
+}
+
+// The plan cache keys on the lengths and the page size: the same maxima with other lengths, or
+// paged against not, must build (and run) another graph.
+TEST(Cudnn, PlanCacheTellsApartLengthsAndPages) {
+  auto backend = make_cudnn_backend(CudnnBackendOptions{});
+  if (auto reason = backend->check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+  const AttentionProblem base = problem(2, 8, 2, 40, 200, 64, kCausalBottomRight);
+  const std::vector<AttentionProblem> problems = {
+      ragged(base, {1, 40}, {100, 200}), ragged(base, {40, 1}, {200, 100}), ragged(base, {}, {200, 100}, 16),
+      ragged(base, {}, {200, 100}, 64),  ragged(base, {}, {}, 16),            base,
+      ragged(base, {1, 40}, {100, 200}),
+  };
+  CudaStream stream;
+  for (const AttentionProblem& p : problems) {
+    SCOPED_TRACE(ragged_label(p));
+    if (auto reason = backend->check_problem(p)) {
+      std::printf("  SKIP %s: %s\n", ragged_label(p).c_str(), reason->c_str());
+      continue;
+    }
+    try {
+      const Verification v = verify(*backend, p, stream);
+      EXPECT_TRUE(v.passed) << v.detail;
+    } catch (const BackendUnsupportedError& e) {
+      std::printf("  SKIP %s: the plan build rejected it: %s\n", ragged_label(p).c_str(), e.what());
+    }
+  }
+}
+
 // Not a regular test: prints what the loaded cuDNN does with the bands check_problem refuses,
 // so the refusal can be revisited per version. Run it alone (a kernel fault would poison the
 // process): gpu_cudnn_test --gtest_also_run_disabled_tests --gtest_filter='CudnnProbe.*'
@@ -276,6 +427,56 @@ TEST(CudnnProbe, DISABLED_BandsTheBackendRefuses) {
     }
     std::printf("  %-56s rows without keys %3d: %s\n", label(p).c_str(), empty, outcome.c_str());
     RecordProperty(label(p), outcome);
+  }
+}
+
+// Not a regular test (timings are never asserted): decode at the issue's shapes, dense K/V
+// against a paged cache (pages of 16 and 64) of the same lengths, and a ragged cache, in GB/s of
+// the minimum-bytes model (median of 20 runs, CUDA events). Run it alone:
+// gpu_cudnn_test --gtest_also_run_disabled_tests --gtest_filter='CudnnProbe.DISABLED_DecodeBandwidth'
+TEST(CudnnProbe, DISABLED_DecodeBandwidth) {
+  auto backend = make_cudnn_backend(CudnnBackendOptions{});
+  if (auto reason = backend->check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+  std::printf("cuDNN %s\n", cudnn_runtime_description().c_str());
+  struct Shape {
+    int batch, seq_kv;
+  };
+  CudaStream stream;
+  for (const Shape& shape : {Shape{8, 32768}, Shape{64, 4096}, Shape{1, 131072}}) {
+    const AttentionProblem dense = problem(shape.batch, 32, 8, 1, shape.seq_kv, 128, kFull);
+    std::vector<int> lens(static_cast<std::size_t>(shape.batch));
+    for (int b = 0; b < shape.batch; ++b) lens[static_cast<std::size_t>(b)] = shape.seq_kv - (b * 977) % (shape.seq_kv / 2);
+    for (const AttentionProblem& p : {dense, ragged(dense, {}, {}, 16), ragged(dense, {}, {}, 64),
+                                      ragged(dense, {}, lens), ragged(dense, {}, lens, 64)}) {
+      std::string outcome;
+      try {
+        if (auto reason = backend->check_problem(p)) {
+          outcome = "skipped: " + *reason;
+        } else {
+          DeviceCase device_case(p, 1234, stream.get());
+          backend->prepare(p, stream.get());
+          const AttentionBuffers buffers = device_case.buffers();
+          for (int i = 0; i < 3; ++i) backend->run(p, buffers, stream.get());
+          std::vector<float> ms;
+          for (int i = 0; i < 20; ++i) {
+            CudaEvent start, stop;
+            CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+            backend->run(p, buffers, stream.get());
+            CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+            CUDA_CHECK(cudaEventSynchronize(stop.get()));
+            float elapsed = 0.f;
+            CUDA_CHECK(cudaEventElapsedTime(&elapsed, start.get(), stop.get()));
+            ms.push_back(elapsed);
+          }
+          std::sort(ms.begin(), ms.end());
+          const double median_ms = ms[ms.size() / 2];
+          outcome = fmt::format("{:8.1f} us  {:7.0f} GB/s", median_ms * 1e3, attention_min_bytes(p) / (median_ms * 1e6));
+        }
+      } catch (const std::exception& e) {
+        outcome = std::string("failed: ") + e.what();
+      }
+      std::printf("  %-72s %s\n", ragged_label(p).c_str(), outcome.c_str());
+    }
   }
 }
 

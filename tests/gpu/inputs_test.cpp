@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/counter_random.hpp"
+#include "core/layout.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_memory.hpp"
 #include "inputs/inputs.hpp"
@@ -125,6 +126,71 @@ TEST(Inputs, DeviceCaseHoldsTheGeneratedTensors) {
       ASSERT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
           << to_string(dtype) << " tensor " << static_cast<int>(tensor);
     }
+  }
+}
+
+std::vector<int> read_ints(const int* device, std::size_t count) {
+  std::vector<int> values(count);
+  CUDA_CHECK(cudaMemcpy(values.data(), device, count * sizeof(int), cudaMemcpyDeviceToHost));
+  return values;
+}
+
+// A ragged, paged case holds the same values as its dense twin, each row where the layout puts
+// it: packed q through the cumulative offsets, paged k/v through the block table read back from
+// the device; the sequence arrays are the shape's.
+TEST(Inputs, RaggedAndPagedCasesHoldEachLogicalRowWhereTheLayoutSays) {
+  CudaStream stream;
+  for (int page_size : {0, 16}) {
+    AttentionProblem p;
+    p.shape = {3, 8, 33, 40, 64, 2};
+    p.shape.seq_lens_q = {1, 17, 33};
+    p.shape.seq_lens_kv = {40, 1, 17};
+    p.shape.page_size = page_size;
+    p.dtype = DType::bf16;
+    DeviceCase device(p, 91, stream.get());
+    const AttentionBuffers b = device.buffers();
+    const AttentionShape& s = p.shape;
+    ASSERT_NE(b.seq_lens_q, nullptr);
+    ASSERT_NE(b.cu_seqlens_q, nullptr);
+    EXPECT_EQ(read_ints(b.seq_lens_q, 3), (std::vector<int>{1, 17, 33}));
+    EXPECT_EQ(read_ints(b.seq_lens_kv, 3), (std::vector<int>{40, 1, 17}));
+    EXPECT_EQ(read_ints(b.cu_seqlens_q, 4), (std::vector<int>{0, 1, 18, 51}));
+    std::vector<int> table;
+    if (page_size > 0) {
+      ASSERT_EQ(b.cu_seqlens_kv, nullptr);
+      ASSERT_NE(b.block_table, nullptr);
+      table = read_ints(b.block_table, static_cast<std::size_t>(3 * s.pages_per_sequence()));
+      EXPECT_EQ(table, shuffled_block_table(s, 91));
+    } else {
+      ASSERT_NE(b.cu_seqlens_kv, nullptr);
+      EXPECT_EQ(read_ints(b.cu_seqlens_kv, 4), (std::vector<int>{0, 40, 41, 58}));
+      EXPECT_EQ(b.block_table, nullptr);
+    }
+    const int d = s.head_dim;
+    auto check = [&](InputTensor tensor, const void* pointer, std::int64_t stored_elements,
+                     const std::vector<std::int64_t>& targets) {
+      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(stored_elements) * 2);
+      CUDA_CHECK(cudaMemcpy(bytes.data(), pointer, bytes.size(), cudaMemcpyDeviceToHost));
+      const std::vector<float> got = decode_elements(bytes, p.dtype);
+      std::vector<float> row(static_cast<std::size_t>(d));
+      int checked = 0;
+      for (std::size_t logical = 0; logical < targets.size(); ++logical) {
+        if (targets[logical] < 0) continue;
+        generate_input(p, 91, tensor, static_cast<std::int64_t>(logical) * d, d, row.data());
+        ASSERT_EQ(std::memcmp(got.data() + targets[logical] * d, row.data(), row.size() * sizeof(float)), 0)
+            << "tensor " << static_cast<int>(tensor) << " logical row " << logical << " page size " << page_size;
+        ++checked;
+      }
+      EXPECT_GT(checked, 0);
+    };
+    check(InputTensor::q, b.q, stored_elements_q(s), stored_rows_q(s));
+    const std::vector<std::int64_t> kv_rows = stored_rows_kv(s, table);
+    check(InputTensor::k, b.k, stored_elements_kv(s), kv_rows);
+    check(InputTensor::v, b.v, stored_elements_kv(s), kv_rows);
+    // read_rows finds a ragged row in the packed output, and refuses padding.
+    EXPECT_THROW(device.read_rows({1}, stream.get()), std::invalid_argument);
+    const OutputRows rows = device.read_rows({0, (1 * 8 + 3) * 33 + 16}, stream.get());
+    EXPECT_EQ(rows.output.size(), static_cast<std::size_t>(2 * d));
   }
 }
 

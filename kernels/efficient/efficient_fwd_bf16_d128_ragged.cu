@@ -1,0 +1,4 @@
+// efficient forward: bf16, head-dim bucket 128, ragged batch (per-sequence lengths, packed layouts).
+#include "efficient/efficient_launch.cuh"
+
+template struct attnprof::kernels::efficient::EfficientForward<attnprof::DType::bf16, 128, true>;
