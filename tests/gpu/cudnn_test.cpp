@@ -242,6 +242,9 @@ TEST(CudnnSupport, RaggedOffsetsCountElements) {
   EXPECT_EQ(band.right_bound, 0);
   EXPECT_TRUE(band.bottom_right);
   EXPECT_FALSE(sdpa_band(ragged(problem(2, 8, 2, 33, 33, 64, kFull), {1, 33}, {33, 1})).masked());
+  // Packed K/V as one-token pages: each sequence's token rows, then its last row as padding.
+  const AttentionProblem packed = ragged(problem(3, 8, 2, 1, 4, 64, kFull), {}, {2, 0, 4});
+  EXPECT_EQ(sdpa_token_page_table(packed.shape), (std::vector<std::int32_t>{0, 1, 1, 1, 0, 0, 0, 0, 2, 3, 4, 5}));
 }
 
 // ---------------------------------------------------------------------------------------------
