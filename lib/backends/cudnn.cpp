@@ -33,10 +33,11 @@ constexpr std::size_t kGraphApiMinVersion = 90000;
 //   ATTNPROF_CUDNN_VERBOSE=1        print every plan build: graph, configs offered, engine chosen, plan JSON
 //   ATTNPROF_CUDNN_GRAPH=composite  use only the composite pattern graph (or =native: only the SDPA_FWD op)
 //   ATTNPROF_CUDNN_FIRST_CONFIG=N   skip heuristics' first N engine configs, to compare plans by hand
-//   ATTNPROF_CUDNN_PACKED_KV=pages  read packed K/V as a paged cache of one-token pages (default: ragged offsets)
+//   ATTNPROF_CUDNN_PACKED_KV=pages  read packed K/V as a paged cache of one-token pages (=offsets: through
+//                                   ragged offsets; default: pages for decode, sdpa_prefers_token_pages)
 struct Diagnostics {
   bool verbose = false;
-  bool packed_kv_as_pages = false;
+  std::string packed_kv;
   std::string graph;
   int first_config = 0;
 };
@@ -51,14 +52,17 @@ const Diagnostics& diagnostics() {
     out.verbose = !env("ATTNPROF_CUDNN_VERBOSE").empty() && env("ATTNPROF_CUDNN_VERBOSE") != "0";
     out.graph = env("ATTNPROF_CUDNN_GRAPH");
     out.first_config = std::atoi(env("ATTNPROF_CUDNN_FIRST_CONFIG").c_str());
-    out.packed_kv_as_pages = env("ATTNPROF_CUDNN_PACKED_KV") == "pages";
+    out.packed_kv = env("ATTNPROF_CUDNN_PACKED_KV");
     return out;
   }();
   return d;
 }
 
 std::vector<SdpaGraphVariant> variants_to_try(const AttentionProblem& problem, std::size_t version) {
-  std::vector<SdpaGraphVariant> variants = sdpa_graph_variants(problem, version, diagnostics().packed_kv_as_pages);
+  const std::string& packed_kv = diagnostics().packed_kv;
+  const bool token_pages =
+      packed_kv == "pages" || (packed_kv != "offsets" && sdpa_prefers_token_pages(problem));
+  std::vector<SdpaGraphVariant> variants = sdpa_graph_variants(problem, version, token_pages);
   const std::string& only = diagnostics().graph;
   if (only == "native" || only == "composite")
     std::erase_if(variants, [&](const SdpaGraphVariant& v) {

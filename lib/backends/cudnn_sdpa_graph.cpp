@@ -295,6 +295,8 @@ Unsupported per_sequence_unsupported(const AttentionProblem& p, std::size_t vers
 
 bool sdpa_per_sequence(const AttentionProblem& p) { return p.shape.ragged() || p.shape.paged(); }
 
+bool sdpa_prefers_token_pages(const AttentionProblem& p) { return p.shape.packed_kv() && p.shape.seq_q <= 16; }
+
 std::vector<std::int32_t> sdpa_token_page_table(const AttentionShape& s) {
   const std::vector<int> cu = cumulative_offsets(s.seq_lens_kv);
   std::vector<std::int32_t> table(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(s.seq_kv));
