@@ -33,8 +33,11 @@ constexpr std::size_t kGraphApiMinVersion = 90000;
 //   ATTNPROF_CUDNN_VERBOSE=1        print every plan build: graph, configs offered, engine chosen, plan JSON
 //   ATTNPROF_CUDNN_GRAPH=composite  use only the composite pattern graph (or =native: only the SDPA_FWD op)
 //   ATTNPROF_CUDNN_FIRST_CONFIG=N   skip heuristics' first N engine configs, to compare plans by hand
+//   ATTNPROF_CUDNN_PACKED_KV=pages  read packed K/V as a paged cache of one-token pages (=offsets: through
+//                                   ragged offsets; default: pages for decode, sdpa_prefers_token_pages)
 struct Diagnostics {
   bool verbose = false;
+  std::string packed_kv;
   std::string graph;
   int first_config = 0;
 };
@@ -49,13 +52,17 @@ const Diagnostics& diagnostics() {
     out.verbose = !env("ATTNPROF_CUDNN_VERBOSE").empty() && env("ATTNPROF_CUDNN_VERBOSE") != "0";
     out.graph = env("ATTNPROF_CUDNN_GRAPH");
     out.first_config = std::atoi(env("ATTNPROF_CUDNN_FIRST_CONFIG").c_str());
+    out.packed_kv = env("ATTNPROF_CUDNN_PACKED_KV");
     return out;
   }();
   return d;
 }
 
 std::vector<SdpaGraphVariant> variants_to_try(const AttentionProblem& problem, std::size_t version) {
-  std::vector<SdpaGraphVariant> variants = sdpa_graph_variants(problem, version);
+  const std::string& packed_kv = diagnostics().packed_kv;
+  const bool token_pages =
+      packed_kv == "pages" || (packed_kv != "offsets" && sdpa_prefers_token_pages(problem));
+  std::vector<SdpaGraphVariant> variants = sdpa_graph_variants(problem, version, token_pages);
   const std::string& only = diagnostics().graph;
   if (only == "native" || only == "composite")
     std::erase_if(variants, [&](const SdpaGraphVariant& v) {
@@ -106,14 +113,16 @@ std::vector<std::int32_t> int32_offsets(const std::vector<int>& lens, int heads,
 struct SequenceArrays {
   DeviceBuffer seq_len_q, seq_len_kv;        // [batch] int32
   DeviceBuffer offsets_q, offsets_kv;        // [batch + 1] int32 element offsets, when packed
+  DeviceBuffer token_pages;                  // [batch, seq_kv] int32: packed K/V read as one-token pages
 };
 
-SequenceArrays make_sequence_arrays(const AttentionShape& s) {
+SequenceArrays make_sequence_arrays(const AttentionShape& s, bool packed_kv_as_pages) {
   SequenceArrays arrays;
   arrays.seq_len_q = upload_int32(lengths_of(s, true));
   arrays.seq_len_kv = upload_int32(lengths_of(s, false));
   if (s.packed_q()) arrays.offsets_q = upload_int32(int32_offsets(s.seq_lens_q, s.heads, s.head_dim));
-  if (s.packed_kv()) arrays.offsets_kv = upload_int32(int32_offsets(s.seq_lens_kv, s.kv_heads(), s.head_dim));
+  if (s.packed_kv() && packed_kv_as_pages) arrays.token_pages = upload_int32(sdpa_token_page_table(s));
+  else if (s.packed_kv()) arrays.offsets_kv = upload_int32(int32_offsets(s.seq_lens_kv, s.kv_heads(), s.head_dim));
   return arrays;
 }
 
@@ -227,20 +236,22 @@ class CudnnBackend final : public AttentionBackend {
     if (plan.sequences.seq_len_q.get() == nullptr) return;
     pointers.push_back(plan.sequences.seq_len_q.get());
     pointers.push_back(plan.sequences.seq_len_kv.get());
-    if (s.paged()) {
+    if (plan.sequences.token_pages.get() != nullptr) {
+      pointers.push_back(plan.sequences.token_pages.get());
+    } else if (s.paged()) {
       if (buffers.block_table == nullptr)
         throw GpuCallError("cudnn: a paged problem was run without a block table (AttentionBuffers::block_table)");
       pointers.push_back(const_cast<int*>(buffers.block_table));
     }
     if (s.packed_q()) pointers.insert(pointers.end(), 2, plan.sequences.offsets_q.get());   // Q, O
-    if (s.packed_kv()) pointers.insert(pointers.end(), 2, plan.sequences.offsets_kv.get());  // K, V
+    if (plan.sequences.offsets_kv.get() != nullptr) pointers.insert(pointers.end(), 2, plan.sequences.offsets_kv.get());
   }
 
-  static std::vector<std::int64_t> sequence_uids(const AttentionShape& s) {
+  static std::vector<std::int64_t> sequence_uids(const AttentionShape& s, bool packed_kv_as_pages) {
     std::vector<std::int64_t> uids = {sdpa_uid::seq_len_q, sdpa_uid::seq_len_kv};
-    if (s.paged()) uids.push_back(sdpa_uid::page_table);
+    if (s.paged() || (s.packed_kv() && packed_kv_as_pages)) uids.push_back(sdpa_uid::page_table);
     if (s.packed_q()) uids.insert(uids.end(), {sdpa_uid::ragged_q, sdpa_uid::ragged_o});
-    if (s.packed_kv()) uids.insert(uids.end(), {sdpa_uid::ragged_k, sdpa_uid::ragged_v});
+    if (s.packed_kv() && !packed_kv_as_pages) uids.insert(uids.end(), {sdpa_uid::ragged_k, sdpa_uid::ragged_v});
     return uids;
   }
 
@@ -285,9 +296,9 @@ class CudnnBackend final : public AttentionBackend {
       plan->uids = {sdpa_uid::q, sdpa_uid::k, sdpa_uid::v, sdpa_uid::o, sdpa_uid::scale};
       for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);
       if (sdpa_per_sequence(problem)) {
-        const std::vector<std::int64_t> more = sequence_uids(problem.shape);
+        const std::vector<std::int64_t> more = sequence_uids(problem.shape, variant.packed_kv_as_pages);
         plan->uids.insert(plan->uids.end(), more.begin(), more.end());
-        plan->sequences = make_sequence_arrays(problem.shape);
+        plan->sequences = make_sequence_arrays(problem.shape, variant.packed_kv_as_pages);
       }
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i > 0)

@@ -61,7 +61,8 @@ struct SdpaTensors {
 // Packed (ragged) tensors keep their [b, h, s, d] dims over [total, h, d] memory: the token stride
 // is h * d, and the ragged offset tensor says where each sequence starts. A paged K or V is a
 // PAGED_CACHE_LOAD from the cache container into a virtual tensor of the dense shape.
-SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem& p, bool k_transposed) {
+SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem& p, bool k_transposed,
+                           bool packed_kv_as_pages) {
   const AttentionShape& s = p.shape;
   const std::int64_t b = s.batch, h = s.heads, h_kv = s.kv_heads(), sq = s.seq_q, skv = s.seq_kv, d = s.head_dim;
   const cudnnDataType_t io = io_data_type(p.dtype);
@@ -88,9 +89,12 @@ SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem&
   const Dims k_dense_strides = k_transposed ? Dims{h_kv * skv * d, skv * d, 1, d} : packed_strides(h_kv, skv, d);
   const Dims k_dims = k_transposed ? Dims{b, h_kv, d, skv} : Dims{b, h_kv, skv, d};
   const char* k_name = k_transposed ? "K^T" : "K";
-  if (s.paged()) {
-    // Container [pool pages, h_kv, page_size, d] over our [pool pages, page_size, h_kv, d] memory.
-    const std::int64_t page = s.page_size, pps = s.pages_per_sequence(), pages = page_pool_size(s);
+  if (s.paged() || (s.packed_kv() && packed_kv_as_pages)) {
+    // Container [pool pages, h_kv, page_size, d] over our [pool pages, page_size, h_kv, d] memory;
+    // packed K/V as pages of one token: [total_kv, h_kv, 1, d], a table row per token.
+    const bool token_pages = !s.paged();
+    const std::int64_t page = token_pages ? 1 : s.page_size, pps = token_pages ? skv : s.pages_per_sequence(),
+                       pages = token_pages ? s.total_kv() : page_pool_size(s);
     const Dims container_dims = {pages, h_kv, page, d}, container_strides = {page * h_kv * d, d, h_kv * d, 1};
     const auto table =
         graph.tensor({"block table", sdpa_uid::page_table, CUDNN_DATA_INT32, {b, 1, pps, 1}, {pps, pps, 1, 1}});
@@ -115,7 +119,7 @@ SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem&
 }
 
 void add_native(OperationGraphBuilder& graph, const AttentionProblem& p) {
-  const SdpaTensors t = add_io_tensors(graph, p, /*k_transposed=*/false);
+  const SdpaTensors t = add_io_tensors(graph, p, /*k_transposed=*/false, /*packed_kv_as_pages=*/false);
   graph.sdpa_forward("sdpa", t.q, t.k, t.v, t.o, t.scale);
 }
 
@@ -127,7 +131,7 @@ std::vector<ByValueScalar> add_composite(OperationGraphBuilder& graph, const Att
                                          const SdpaGraphVariant& variant) {
   const AttentionShape& s = p.shape;
   const std::int64_t b = s.batch, h = s.heads, sq = s.seq_q, skv = s.seq_kv;
-  const SdpaTensors t = add_io_tensors(graph, p, /*k_transposed=*/true);
+  const SdpaTensors t = add_io_tensors(graph, p, /*k_transposed=*/true, variant.packed_kv_as_pages);
 
   std::int64_t next_uid = 100;
   auto scores = [&](const char* name, cudnnDataType_t type) {
@@ -291,6 +295,22 @@ Unsupported per_sequence_unsupported(const AttentionProblem& p, std::size_t vers
 
 bool sdpa_per_sequence(const AttentionProblem& p) { return p.shape.ragged() || p.shape.paged(); }
 
+bool sdpa_prefers_token_pages(const AttentionProblem& p) { return p.shape.packed_kv() && p.shape.seq_q <= 16; }
+
+std::vector<std::int32_t> sdpa_token_page_table(const AttentionShape& s) {
+  const std::vector<int> cu = cumulative_offsets(s.seq_lens_kv);
+  std::vector<std::int32_t> table(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(s.seq_kv));
+  for (int b = 0; b < s.batch; ++b) {
+    const int len = s.kv_len(b);
+    const int start = cu[static_cast<std::size_t>(b)];
+    const int pad = len > 0 ? start + len - 1 : 0;  // never read: the padding mask drops it
+    for (int j = 0; j < s.seq_kv; ++j)
+      table[static_cast<std::size_t>(b) * static_cast<std::size_t>(s.seq_kv) + static_cast<std::size_t>(j)] =
+          j < len ? start + j : pad;
+  }
+  return table;
+}
+
 std::vector<std::int64_t> sdpa_ragged_offsets(const std::vector<int>& lens, int heads, int head_dim) {
   std::vector<std::int64_t> offsets(lens.size() + 1, 0);
   for (std::size_t i = 0; i < lens.size(); ++i)
@@ -384,13 +404,25 @@ std::string describe(const SdpaGraphVariant& variant, const AttentionProblem& pr
     if (s.packed_q()) inputs += ", ragged Q/O";
     if (s.packed_kv()) inputs += ", ragged K/V";
     if (s.paged()) inputs += fmt::format(", paged K/V (pages of {})", s.page_size);
+    if (variant.packed_kv_as_pages) inputs += " read as one-token pages";
   }
   if (!band.masked()) return inputs.empty() ? "composite pattern graph" : fmt::format("composite pattern graph ({})", inputs);
   return fmt::format("composite pattern graph ({}{}{}, GEN_INDEX math {})", inputs, inputs.empty() ? "" : ", ",
                      describe_band(band), variant.gen_index_compute == CUDNN_DATA_INT32 ? "int32" : "fp32");
 }
 
-std::vector<SdpaGraphVariant> sdpa_graph_variants(const AttentionProblem& problem, std::size_t cudnn_version) {
+std::vector<SdpaGraphVariant> sdpa_graph_variants(const AttentionProblem& problem, std::size_t cudnn_version,
+                                                  bool packed_kv_as_pages) {
+  const AttentionShape& s = problem.shape;
+  if (packed_kv_as_pages && s.packed_kv() && cudnn_version >= kPagedCacheMinVersion &&
+      (!s.packed_q() || cudnn_version >= kPagedRaggedMinVersion) &&
+      (s.head_dim <= 128 || cudnn_version >= kPagedLargeHeadMinVersion)) {
+    std::vector<SdpaGraphVariant> variants = sdpa_graph_variants(problem, cudnn_version, false);
+    std::vector<SdpaGraphVariant> as_pages = variants;
+    for (SdpaGraphVariant& v : as_pages) v.packed_kv_as_pages = true;
+    as_pages.insert(as_pages.end(), variants.begin(), variants.end());
+    return as_pages;
+  }
   std::vector<SdpaGraphVariant> variants;
   if (sdpa_per_sequence(problem) && !sdpa_band(problem).masked()) {
     // Per-sequence lengths need the composite graph's padding mask (the native op takes them

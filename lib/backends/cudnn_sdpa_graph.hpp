@@ -72,7 +72,20 @@ struct SdpaGraphVariant {
   // Math precision of the GEN_INDEX operations of the mask (composite only). cuDNN-frontend used
   // INT32 up to 1.1x and lets it default to the graph's FLOAT compute type since; both are tried.
   cudnnDataType_t gen_index_compute = CUDNN_DATA_INT32;
+  // Packed K/V read as a paged cache of one-token pages (PAGED_CACHE_LOAD through a
+  // [batch, 1, seq_kv, 1] table of token rows, sdpa_token_page_table) instead of ragged offsets.
+  bool packed_kv_as_pages = false;
 };
+
+// The page table that reads packed K/V [total_kv, heads_kv, head_dim] as one-token pages: row
+// b holds cu_kv[b] + j for j < kv_len(b), and a valid row (the sequence's last, or 0) past it.
+std::vector<std::int32_t> sdpa_token_page_table(const AttentionShape& shape);
+
+// Whether packed K/V should be read as one-token pages first: for decode (seq_q up to 16), where
+// on the lent H200 (cuDNN 9.14) the ragged-offset graph ran 1.6-16x slower (8x32/8x1x32768x128,
+// ragged lengths: 584 us against 241 us; 1x32/8x1x131072x128: 2261 us against 144 us) and the
+// page view matched dense K/V. Prefill keeps the ragged offsets (cuDNN's THD path; not measured).
+bool sdpa_prefers_token_pages(const AttentionProblem& problem);
 
 // "native SDPA_FWD op" / "composite pattern graph (bottom-right band [left 18, right 0], GEN_INDEX math int32)".
 std::string describe(const SdpaGraphVariant& variant, const AttentionProblem& problem);
@@ -100,7 +113,10 @@ inline constexpr std::size_t kRaggedBeforeHopperMinVersion = 91801;
 inline constexpr std::size_t kNativeSdpaMinVersion = 91301;
 
 // The variants worth trying for a problem on a library, best first.
-std::vector<SdpaGraphVariant> sdpa_graph_variants(const AttentionProblem& problem, std::size_t cudnn_version);
+// `packed_kv_as_pages`: offer the one-token-page view of packed K/V first (where the version has
+// paged caches), with the ragged-offset graph after it.
+std::vector<SdpaGraphVariant> sdpa_graph_variants(const AttentionProblem& problem, std::size_t cudnn_version,
+                                                  bool packed_kv_as_pages = false);
 
 // A by-value scalar of the graph (the mask's -inf, diagonal shifts and window bounds): the
 // variant pack points at its host value at execution.

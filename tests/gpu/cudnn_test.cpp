@@ -242,6 +242,19 @@ TEST(CudnnSupport, RaggedOffsetsCountElements) {
   EXPECT_EQ(band.right_bound, 0);
   EXPECT_TRUE(band.bottom_right);
   EXPECT_FALSE(sdpa_band(ragged(problem(2, 8, 2, 33, 33, 64, kFull), {1, 33}, {33, 1})).masked());
+  // Packed K/V as one-token pages: each sequence's token rows, then its last row as padding.
+  const AttentionProblem packed = ragged(problem(3, 8, 2, 1, 4, 64, kFull), {}, {2, 0, 4});
+  EXPECT_EQ(sdpa_token_page_table(packed.shape), (std::vector<std::int32_t>{0, 1, 1, 1, 0, 0, 0, 0, 2, 3, 4, 5}));
+  // Decode reads packed K/V as one-token pages first (then ragged offsets); prefill the other way.
+  EXPECT_TRUE(sdpa_prefers_token_pages(packed));
+  EXPECT_FALSE(sdpa_prefers_token_pages(ragged(problem(3, 8, 2, 129, 300, 64, kFull), {}, {17, 300, 129})));
+  EXPECT_FALSE(sdpa_prefers_token_pages(ragged(problem(3, 8, 2, 1, 300, 64, kFull), {}, {}, 16)));
+  const std::vector<SdpaGraphVariant> decode = sdpa_graph_variants(packed, 91400, true);
+  ASSERT_EQ(decode.size(), 2u);
+  EXPECT_TRUE(decode[0].packed_kv_as_pages);
+  EXPECT_FALSE(decode[1].packed_kv_as_pages);
+  // No paged caches before 9.5.0: ragged offsets only.
+  EXPECT_FALSE(sdpa_graph_variants(packed, 90400, true).front().packed_kv_as_pages);
 }
 
 // ---------------------------------------------------------------------------------------------

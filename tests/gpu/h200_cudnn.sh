@@ -19,4 +19,9 @@ for L in system "$CUDNN919"; do
   LD_LIBRARY_PATH=$lib timeout 100 "$B/tests/gpu_cudnn_test" --gtest_also_run_disabled_tests --gtest_filter='CudnnProbe.*' > "$OUT/cudnn/probe_$tag.log" 2>&1
   echo "cudnn $tag probe rc=$?"; grep -vE '^\[|^$|^Note|^Running' "$OUT/cudnn/probe_$tag.log" | head -12
 done
+# Packed K/V in decode reads as one-token pages by default; the ragged-offset graph it falls back
+# to stays covered too.
+ATTNPROF_CUDNN_PACKED_KV=offsets timeout 200 "$B/tests/gpu_backend_correctness_test" --gtest_filter='RaggedAndPaged/*cudnn*' \
+  > "$OUT/cudnn/correct_offsets.log" 2>&1
+echo "cudnn ragged offsets correctness rc=$? $(grep -c '^\[       OK' "$OUT/cudnn/correct_offsets.log") ok, $(grep -c '^\[  FAILED' "$OUT/cudnn/correct_offsets.log") failed lines"
 (cd "$OUT" && tar czf cudnn.tgz cudnn && ls -la cudnn.tgz)
