@@ -21,7 +21,9 @@ const std::vector<BackendInfo>& backend_registry() {
       {"efficient",
        "memory-efficient tiled attention: one kernel, fp32/bf16/fp16, head dims 8..256, bias, GQA, windows",
        make_efficient_backend},
-      {"flash", "FlashAttention-2-style fused kernel: mma.sync, cp.async, online softmax in registers, GQA, windows",
+      {"flash",
+       "FlashAttention-2-style fused kernel: mma.sync, cp.async, online softmax in registers, GQA, windows, ragged and "
+       "paged; decode with split-KV and a combine kernel",
        make_flash_backend},
       {"cudnn", "cuDNN fused SDPA through the graph API, per-shape plan cache, GQA, windows, bottom-right causal", make_cudnn_backend},
   };

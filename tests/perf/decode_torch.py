@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's SDPA backends on the decode shapes of docs/perf/decode_notes.md, for the side-by-side
+"""PyTorch's SDPA backends on the decode shapes of docs/perf/NOTES.md ("Decode, paged caches and ragged batches"), for the side-by-side
 with attnprof_decode_bench in the same device call: bf16, enable_gqa=True, median of CUDA-event
 timed calls, GB/s counting Q, K, V read once and O written once."""
 import sys
