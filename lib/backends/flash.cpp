@@ -53,6 +53,19 @@ void require_sequence_arrays(const AttentionShape& s, const int* seq_lens_q, con
     throw std::invalid_argument("flash: the shape is ragged or paged but the buffers lack its sequence arrays");
 }
 
+// The sequence arrays a ragged or paged shape uses, into the prefill or decode kernel's params
+// (both name them alike); the others stay null.
+template <typename Params>
+void bind_sequence_arrays(const AttentionShape& s, const AttentionBuffers& buffers, Params& params) {
+  params.seq_lens_q = s.seq_lens_q.empty() ? nullptr : buffers.seq_lens_q;
+  params.seq_lens_kv = s.seq_lens_kv.empty() ? nullptr : buffers.seq_lens_kv;
+  params.cu_seqlens_q = s.packed_q() ? buffers.cu_seqlens_q : nullptr;
+  params.cu_seqlens_kv = s.packed_kv() ? buffers.cu_seqlens_kv : nullptr;
+  params.block_table = s.paged() ? buffers.block_table : nullptr;
+  require_sequence_arrays(s, params.seq_lens_q, params.seq_lens_kv, params.cu_seqlens_q, params.cu_seqlens_kv,
+                          params.block_table);
+}
+
 // Key tiles of the longest visible key range over the batch (what the splits divide).
 int decode_key_tiles(const AttentionProblem& problem) {
   const AttentionShape& s = problem.shape;
@@ -147,13 +160,7 @@ class FlashBackend final : public AttentionBackend {
     const AttentionShape& s = problem.shape;
     const bool varlen = is_varlen(s);
     if (varlen) {
-      params.seq_lens_q = s.seq_lens_q.empty() ? nullptr : buffers.seq_lens_q;
-      params.seq_lens_kv = s.seq_lens_kv.empty() ? nullptr : buffers.seq_lens_kv;
-      params.cu_seqlens_q = s.packed_q() ? buffers.cu_seqlens_q : nullptr;
-      params.cu_seqlens_kv = s.packed_kv() ? buffers.cu_seqlens_kv : nullptr;
-      params.block_table = s.paged() ? buffers.block_table : nullptr;
-      require_sequence_arrays(s, params.seq_lens_q, params.seq_lens_kv, params.cu_seqlens_q, params.cu_seqlens_kv,
-                              params.block_table);
+      bind_sequence_arrays(s, buffers, params);
       params.page_size = s.page_size;
       params.pages_per_sequence = s.pages_per_sequence();
     }
@@ -200,13 +207,7 @@ class FlashBackend final : public AttentionBackend {
     params.v = buffers.v;
     params.o = buffers.o;
     params.lse = buffers.lse;
-    params.seq_lens_q = s.seq_lens_q.empty() ? nullptr : buffers.seq_lens_q;
-    params.seq_lens_kv = s.seq_lens_kv.empty() ? nullptr : buffers.seq_lens_kv;
-    params.cu_seqlens_q = s.packed_q() ? buffers.cu_seqlens_q : nullptr;
-    params.cu_seqlens_kv = s.packed_kv() ? buffers.cu_seqlens_kv : nullptr;
-    params.block_table = s.paged() ? buffers.block_table : nullptr;
-    require_sequence_arrays(s, params.seq_lens_q, params.seq_lens_kv, params.cu_seqlens_q, params.cu_seqlens_kv,
-                            params.block_table);
+    bind_sequence_arrays(s, buffers, params);
     params.batch = s.batch;
     params.heads = s.heads;
     params.heads_kv = s.kv_heads();
