@@ -1,6 +1,7 @@
 #include "trace/annotation_cases.hpp"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 namespace attnprof::trace {
@@ -42,6 +43,7 @@ AnnotationCaseIndex::AnnotationCaseIndex(std::vector<Annotation>& annotations) {
   std::stable_sort(top_level.begin(), top_level.end(),
                    [&](std::size_t x, std::size_t y) { return annotations[x].start_ns < annotations[y].start_ns; });
   std::unordered_map<std::string, int> case_of;
+  std::map<std::uint32_t, std::vector<Range>> by_process;
   for (std::size_t i : top_level) {
     Annotation& a = annotations[i];
     auto [it, inserted] = case_of.try_emplace(a.name, static_cast<int>(cases_.size()));
@@ -50,8 +52,10 @@ AnnotationCaseIndex::AnnotationCaseIndex(std::vector<Annotation>& annotations) {
     a.tag = {it->second, Phase::iteration, c.occurrences++};
     const Range r{a.start_ns, a.end_ns, a.tag};
     by_thread_[a.thread].push_back(r);
+    by_process[a.process].push_back(r);
     all_.push_back(r);
   }
+  for (const auto& [process, ranges] : by_process) spans_by_process_[process] = open_spans(ranges);
   for (auto& [thread, ranges] : by_thread_)
     std::sort(ranges.begin(), ranges.end(), [](const Range& x, const Range& y) { return x.start_ns < y.start_ns; });
   std::sort(all_.begin(), all_.end(), [](const Range& x, const Range& y) { return x.start_ns < y.start_ns; });
@@ -64,6 +68,52 @@ SweepTag AnnotationCaseIndex::find(const std::vector<Range>& ranges, std::uint64
   if (it == ranges.begin()) return {};
   --it;
   return ts_ns <= it->end_ns ? it->tag : SweepTag{};
+}
+
+std::vector<AnnotationCaseIndex::OpenSpan> AnnotationCaseIndex::open_spans(const std::vector<Range>& ranges) {
+  // Sweep the ranges' edges in time order (a range covers [start, end], so it closes at end + 1),
+  // keeping the set of open ranges; between two edges the set is constant.
+  struct Edge {
+    std::uint64_t ns;
+    bool opens;
+    std::size_t range;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(2 * ranges.size());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    edges.push_back({ranges[i].start_ns, true, i});
+    edges.push_back({ranges[i].end_ns + 1, false, i});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.ns < y.ns; });
+  std::vector<OpenSpan> spans;
+  std::set<std::size_t> open;
+  for (std::size_t e = 0; e < edges.size();) {
+    const std::uint64_t at = edges[e].ns;
+    for (; e < edges.size() && edges[e].ns == at; ++e) {
+      if (edges[e].opens)
+        open.insert(edges[e].range);
+      else
+        open.erase(edges[e].range);
+    }
+    if (e == edges.size() || open.empty()) continue;
+    OpenSpan span{at, edges[e].ns, static_cast<int>(open.size()), {}};
+    if (open.size() == 1) span.tag = ranges[*open.begin()].tag;
+    spans.push_back(span);
+  }
+  return spans;
+}
+
+SweepTag AnnotationCaseIndex::tag_for_launch(std::uint32_t process, std::uint32_t thread, std::uint64_t ts_ns) const {
+  const SweepTag own = tag_at(thread, ts_ns);
+  if (own.case_index >= 0 || time_only_) return own;
+  const auto it = spans_by_process_.find(process);
+  if (it == spans_by_process_.end()) return own;
+  const std::vector<OpenSpan>& spans = it->second;
+  auto span = std::upper_bound(spans.begin(), spans.end(), ts_ns,
+                               [](std::uint64_t t, const OpenSpan& s) { return t < s.start_ns; });
+  if (span == spans.begin()) return own;
+  --span;
+  return ts_ns < span->end_ns && span->open == 1 ? span->tag : own;
 }
 
 SweepTag AnnotationCaseIndex::tag_at(std::uint32_t thread, std::uint64_t ts_ns) const {
@@ -108,7 +158,10 @@ CaseAssignment assign_cases_from_annotations(ActivityBatch& batch) {
   if (any_launch && !any_match) index.match_by_time_only(true);
   out.matched_by_time_only = index.matching_by_time_only();
 
-  for (ApiCall& c : batch.api_calls) c.tag = index.tag_at(c.thread, c.start_ns);
+  // A call that launches GPU work may be claimed by another thread's range (tag_for_launch);
+  // the other calls stay with their own thread's range.
+  for (ApiCall& c : batch.api_calls)
+    c.tag = c.launches_work ? index.tag_for_launch(c.process, c.thread, c.start_ns) : index.tag_at(c.thread, c.start_ns);
   auto tag_all = [&](auto& records) {
     for (auto& r : records) {
       auto it = calls.find(r.correlation);

@@ -1,8 +1,9 @@
 // Cases of a program nobody tagged (a process under `attnprof profile`, a torch.profiler trace):
 // each distinct name of a top-level host annotation range (NVTX push/pop, torch.cuda.nvtx.range,
 // record_function) is a case, and each occurrence of it one timed iteration. GPU work belongs to
-// the range that encloses, on the same host thread, the API call that launched it. Without any
-// range the whole program is one case with one iteration.
+// the range that encloses, on the same host thread, the API call that launched it, or, launched
+// from a thread holding none, to the one top-level range of its process open at that moment
+// (docs/profile.md). Without any range the whole program is one case with one iteration.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,13 @@ class AnnotationCaseIndex {
   // The tag of the top-level range around `ts_ns` on `thread`; untagged (case -1) if none.
   SweepTag tag_at(std::uint32_t thread, std::uint64_t ts_ns) const;
 
+  // The case of work launched at `ts_ns` by `thread` of `process`: the top-level range around it
+  // on that thread; failing that, while exactly one top-level range of that process is open (on
+  // any of its threads), that one: work a framework launches from a thread of its own (PyTorch's
+  // autograd engine runs loss.backward() on one) belongs to the range the user opened around it.
+  // None or several open: untagged, since no single range can claim it.
+  SweepTag tag_for_launch(std::uint32_t process, std::uint32_t thread, std::uint64_t ts_ns) const;
+
  private:
   struct Range {
     std::uint64_t start_ns = 0;
@@ -51,8 +59,19 @@ class AnnotationCaseIndex {
   };
   static SweepTag find(const std::vector<Range>& ranges, std::uint64_t ts_ns);
 
+  // A stretch of a process's time over which the number of open top-level ranges is constant;
+  // `tag` is the one open range's when exactly one is.
+  struct OpenSpan {
+    std::uint64_t start_ns = 0;
+    std::uint64_t end_ns = 0;  // exclusive
+    int open = 0;
+    SweepTag tag;
+  };
+  static std::vector<OpenSpan> open_spans(const std::vector<Range>& ranges);
+
   std::vector<AnnotationCase> cases_;
   std::map<std::uint32_t, std::vector<Range>> by_thread_;  // sorted by start, non-overlapping
+  std::map<std::uint32_t, std::vector<OpenSpan>> spans_by_process_;
   std::vector<Range> all_;                                   // every thread's, sorted by start
   bool time_only_ = false;
 };

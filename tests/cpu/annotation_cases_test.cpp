@@ -83,6 +83,49 @@ TEST(AnnotationCases, GpuWorkBelongsToTheRangeAroundItsLaunch) {
   EXPECT_EQ(b.api_calls[1].tag.iteration, 0);
 }
 
+// PyTorch runs loss.backward() on its autograd thread, where no range is open: while exactly one
+// top-level range of the process is open, that thread's launches belong to it.
+TEST(AnnotationCases, LaunchesFromAThreadWithoutARangeBelongToTheOneOpenRange) {
+  ActivityBatch b;
+  b.annotations = {range("train step", 100, 200, 1), range("train step", 300, 400, 1), range("loader", 500, 700, 3),
+                   range("other", 600, 800, 4)};
+  launch(b, 1, 150, 1);  // the forward, on the range's own thread
+  launch(b, 2, 180, 7);  // the backward, on the autograd thread: step 0
+  launch(b, 3, 390, 7);  // step 1
+  launch(b, 4, 250, 7);  // between the steps: no range open, untagged
+  launch(b, 5, 650, 7);  // two ranges open (loader, other): ambiguous, untagged
+  launch(b, 6, 550, 7);  // only loader open
+  launch(b, 7, 150, 7);
+  b.api_calls[6].process = 2;  // another process: its own ranges only (it has none)
+  ApiCall sync;  // a call that launches nothing stays with its own thread
+  sync.name = "cudaStreamSynchronize";
+  sync.start_ns = 160;
+  sync.end_ns = 170;
+  sync.thread = 7;
+  b.api_calls.push_back(sync);
+  const CaseAssignment a = assign_cases_from_annotations(b);
+  EXPECT_FALSE(a.matched_by_time_only);
+  ASSERT_EQ(a.cases.size(), 3u);
+  EXPECT_EQ(b.kernels[0].tag.case_index, 0);
+  EXPECT_EQ(b.kernels[1].tag.case_index, 0);
+  EXPECT_EQ(b.kernels[1].tag.iteration, 0);
+  EXPECT_EQ(b.kernels[2].tag.case_index, 0);
+  EXPECT_EQ(b.kernels[2].tag.iteration, 1);
+  EXPECT_EQ(b.kernels[3].tag.case_index, -1);
+  EXPECT_EQ(b.kernels[4].tag.case_index, -1);
+  EXPECT_EQ(b.kernels[5].tag.case_index, 1);
+  EXPECT_EQ(b.kernels[6].tag.case_index, -1);
+  EXPECT_EQ(b.api_calls.back().tag.case_index, -1);
+  // The range's edges are inclusive, as for its own thread.
+  ActivityBatch edge;
+  edge.annotations = {range("step", 100, 200, 1)};
+  launch(edge, 1, 200, 7);
+  launch(edge, 2, 201, 7);
+  assign_cases_from_annotations(edge);
+  EXPECT_EQ(edge.kernels[0].tag.case_index, 0);
+  EXPECT_EQ(edge.kernels[1].tag.case_index, -1);
+}
+
 TEST(AnnotationCases, WithoutRangesTheWholeRunIsOneCase) {
   ActivityBatch b;
   launch(b, 1, 50);
