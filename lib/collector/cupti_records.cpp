@@ -174,6 +174,11 @@ void convert_record(const CUpti_Activity& record, RecordConversion& state) {
         if (r->domain != nullptr && *r->domain != '\0') start.name = std::string(r->domain) + ": " + start.name;
         start.timestamp = r->timestamp;
         start.thread = r->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? r->objectId.pt.threadId : 0;
+        // The process, as API records name it: a launch from a thread holding no range is matched
+        // to the ranges of its own process (trace/annotation_cases.hpp).
+        start.process = r->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || r->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
+                            ? r->objectId.pt.processId
+                            : 0;
         state.open_markers[r->id] = std::move(start);
       } else if (r->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
         auto it = state.open_markers.find(r->id);
@@ -182,6 +187,7 @@ void convert_record(const CUpti_Activity& record, RecordConversion& state) {
         a.name = std::move(it->second.name);
         a.start_ns = it->second.timestamp;
         a.end_ns = r->timestamp;
+        a.process = it->second.process;
         a.thread = it->second.thread;
         state.open_markers.erase(it);
         state.batch.annotations.push_back(std::move(a));

@@ -20,6 +20,7 @@ struct RecordConversion {
   struct MarkerStart {
     std::string name;
     std::uint64_t timestamp = 0;
+    std::uint32_t process = 0;
     std::uint32_t thread = 0;
   };
 

@@ -170,6 +170,7 @@ TEST(CuptiRecords, MarkerStartAndEndBecomeOneRange) {
   start.domain = "";
   start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
   start.objectId.pt.threadId = 77;
+  start.objectId.pt.processId = 4242;
   auto end = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
   end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
   end.id = 3;
@@ -186,6 +187,7 @@ TEST(CuptiRecords, MarkerStartAndEndBecomeOneRange) {
   EXPECT_EQ(a.start_ns, 1'000u);
   EXPECT_EQ(a.end_ns, 9'000u);
   EXPECT_EQ(a.thread, 77u);
+  EXPECT_EQ(a.process, 4242u);  // as the API records of that process say it
   EXPECT_TRUE(state.open_markers.empty());
 }
 
