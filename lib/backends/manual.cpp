@@ -23,6 +23,7 @@
 
 #include "backends/cublas_gemm.hpp"
 #include "backends/factories.hpp"
+#include "backends/padded_batch.hpp"
 #include "core/mask_bounds.hpp"
 #include "elementwise/elementwise.hpp"
 #include "elementwise/ragged_layout.hpp"
@@ -92,16 +93,7 @@ class ManualBackend final : public AttentionBackend {
     const AttentionShape& s = p.shape;
     const std::size_t scores = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.seq_kv * dtype_bytes(p.dtype);
     const std::size_t mask = static_cast<std::size_t>(s.ragged() ? s.batch : 1) * s.seq_q * s.seq_kv;
-    const std::size_t in_q = static_cast<std::size_t>(element_count_q(s)) * dtype_bytes(p.dtype);
-    const std::size_t in_kv = static_cast<std::size_t>(element_count_kv(s)) * dtype_bytes(p.dtype);
-    if (s.packed_q()) {
-      q_padded_.reserve(in_q);
-      o_padded_.reserve(in_q);
-    }
-    if (s.packed_kv() || s.paged()) {
-      k_padded_.reserve(in_kv);
-      v_padded_.reserve(in_kv);
-    }
+    padded_.reserve(p);
     raw_scores_.reserve(scores);
     scaled_.reserve(scores);
     filled_.reserve(scores);
@@ -122,31 +114,11 @@ class ManualBackend final : public AttentionBackend {
 
     // Padded / gathered inputs first (a ragged batch, a paged cache); the output stays padded
     // until the valid rows are copied back at the end.
-    const void* query = io.q;
-    const void* key = io.k;
-    const void* value = io.v;
-    void* o_dense = io.o;
-    if (s.packed_q()) {
-      k::pad_ragged(io.q, q_padded_.get(), p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
-      query = q_padded_.get();
-      o_dense = o_padded_.get();
-    }
-    if (s.paged()) {
-      const int* lens = s.ragged() ? io.seq_lens_kv : nullptr;
-      k::gather_paged_kv(io.k, k_padded_.get(), p.dtype, io.block_table, lens, s.batch, s.kv_heads(), s.seq_kv,
-                         s.head_dim, s.page_size, s.pages_per_sequence(), stream);
-      k::gather_paged_kv(io.v, v_padded_.get(), p.dtype, io.block_table, lens, s.batch, s.kv_heads(), s.seq_kv,
-                         s.head_dim, s.page_size, s.pages_per_sequence(), stream);
-      key = k_padded_.get();
-      value = v_padded_.get();
-    } else if (s.packed_kv()) {
-      k::pad_ragged(io.k, k_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
-                    stream);
-      k::pad_ragged(io.v, v_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
-                    stream);
-      key = k_padded_.get();
-      value = v_padded_.get();
-    }
+    const PaddedBatch::Dense dense = padded_.pad(p, io, stream);
+    const void* query = dense.q;
+    const void* key = dense.k;
+    const void* value = dense.v;
+    void* o_dense = dense.o;
 
     // k = k.repeat_interleave(heads // heads_kv, dim=1); v likewise
     if (p.has_grouped_heads()) {
@@ -221,8 +193,7 @@ class ManualBackend final : public AttentionBackend {
     out.batch = static_cast<int>(matrices);
     run_batched_gemm(cublas_->get(), stream, out);
     // out.transpose(1, 2)[valid]: the valid rows back into the packed output.
-    if (s.packed_q())
-      k::unpad_ragged(o_padded_.get(), io.o, p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
+    padded_.unpad(p, io, stream);
     CUDA_CHECK_LAUNCH();
   }
 
@@ -230,7 +201,7 @@ class ManualBackend final : public AttentionBackend {
   MaskedFill masked_fill_;
   mutable std::int64_t device_memory_ = 0;
   std::unique_ptr<CublasHandle> cublas_;
-  DeviceBuffer q_padded_, k_padded_, v_padded_, o_padded_;
+  PaddedBatch padded_;
   DeviceBuffer raw_scores_, scaled_, filled_, probs_, ones_, keep_, k_repeated_, v_repeated_;
 };
 

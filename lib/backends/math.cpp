@@ -20,6 +20,7 @@
 
 #include "backends/cublas_gemm.hpp"
 #include "backends/factories.hpp"
+#include "backends/padded_batch.hpp"
 #include "core/mask_bounds.hpp"
 #include "elementwise/elementwise.hpp"
 #include "elementwise/ragged_layout.hpp"
@@ -86,16 +87,7 @@ class MathBackend final : public AttentionBackend {
     const std::size_t kv = static_cast<std::size_t>(element_count_kv(s)) * 4;
     const std::size_t scores = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.seq_kv;
     const std::size_t mask = static_cast<std::size_t>(mask_elements(s));
-    const std::size_t in_q = static_cast<std::size_t>(element_count_q(s)) * dtype_bytes(p.dtype);
-    const std::size_t in_kv = static_cast<std::size_t>(element_count_kv(s)) * dtype_bytes(p.dtype);
-    if (s.packed_q()) {
-      q_padded_.reserve(in_q);
-      o_padded_.reserve(in_q);
-    }
-    if (s.packed_kv() || s.paged()) {
-      k_padded_.reserve(in_kv);
-      v_padded_.reserve(in_kv);
-    }
+    padded_.reserve(p);
     q32_.reserve(q);
     k32_.reserve(kv);
     v32_.reserve(kv);
@@ -129,8 +121,8 @@ class MathBackend final : public AttentionBackend {
 
     // A ragged batch is padded to [batch, heads, seq, head_dim] and a paged cache gathered into
     // a contiguous one before SDPA sees them; the output is padded until the end.
-    const PaddedInputs in = pad_inputs(p, io, stream);
-    void* o_dense = s.packed_q() ? o_padded_.get() : io.o;
+    const PaddedBatch::Dense in = padded_.pad(p, io, stream);
+    void* o_dense = in.o;
 
     // q, k, v .to(float)
     const void* q = in.q;
@@ -235,47 +227,14 @@ class MathBackend final : public AttentionBackend {
     run_batched_gemm(cublas_->get(), stream, out);
     if (upcast) k::convert(out32_.get(), DType::fp32, o_dense, p.dtype, nq, stream);
     // out.transpose(1, 2)[valid]: the valid rows back into the packed output.
-    if (s.packed_q())
-      k::unpad_ragged(o_padded_.get(), io.o, p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
+    padded_.unpad(p, io, stream);
     CUDA_CHECK_LAUNCH();
   }
 
  private:
-  struct PaddedInputs {
-    const void* q;
-    const void* k;
-    const void* v;
-  };
-
-  // q, k, v as the dense path reads them: the problem's own buffers, or padded / gathered copies.
-  PaddedInputs pad_inputs(const AttentionProblem& p, const AttentionBuffers& io, cudaStream_t stream) {
-    const AttentionShape& s = p.shape;
-    PaddedInputs in{io.q, io.k, io.v};
-    if (s.packed_q()) {
-      k::pad_ragged(io.q, q_padded_.get(), p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
-      in.q = q_padded_.get();
-    }
-    if (s.paged()) {
-      const int* lens = s.ragged() ? io.seq_lens_kv : nullptr;
-      for (auto [cache, copy] : {std::pair{io.k, &k_padded_}, std::pair{io.v, &v_padded_}})
-        k::gather_paged_kv(cache, copy->get(), p.dtype, io.block_table, lens, s.batch, s.kv_heads(), s.seq_kv,
-                           s.head_dim, s.page_size, s.pages_per_sequence(), stream);
-      in.k = k_padded_.get();
-      in.v = v_padded_.get();
-    } else if (s.packed_kv()) {
-      k::pad_ragged(io.k, k_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
-                    stream);
-      k::pad_ragged(io.v, v_padded_.get(), p.dtype, io.cu_seqlens_kv, s.batch, s.kv_heads(), s.seq_kv, s.head_dim,
-                    stream);
-      in.k = k_padded_.get();
-      in.v = v_padded_.get();
-    }
-    return in;
-  }
-
   mutable std::int64_t device_memory_ = 0;
   std::unique_ptr<CublasHandle> cublas_;
-  DeviceBuffer q_padded_, k_padded_, v_padded_, o_padded_;
+  PaddedBatch padded_;
   DeviceBuffer q32_, k32_, v32_, q_scaled_, k_scaled_, out32_, k_repeated_, v_repeated_;
   DeviceBuffer attn_, softmax_, probs_, is_neginf_, rows_all_neginf_, weights_;
   DeviceBuffer ones_, tril_, mask_float_, scalars_;
