@@ -95,20 +95,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename Word>
-void launch_scatter(const void* src, std::int64_t row_bytes, const std::int64_t* targets, std::int64_t row_count,
-                    void* dst, cudaStream_t stream) {
-  const std::int64_t row_words = row_bytes / static_cast<std::int64_t>(sizeof(Word));
-  scatter_rows_kernel<Word><<<blocks_for(row_count * row_words), kThreads, 0, stream>>>(
-      static_cast<const Word*>(src), row_words, targets, row_count, static_cast<Word*>(dst));
-}
-
-template <typename Word>
-void launch_gather(const void* src, std::int64_t row_bytes, const std::int64_t* rows, std::int64_t row_count,
-                   void* dst, cudaStream_t stream) {
-  const std::int64_t row_words = row_bytes / static_cast<std::int64_t>(sizeof(Word));
-  gather_rows_kernel<Word><<<blocks_for(row_count * row_words), kThreads, 0, stream>>>(
-      static_cast<const Word*>(src), row_words, rows, row_count, static_cast<Word*>(dst));
+// Calls launch(Word{}) with the widest word that divides a row and that both buffers are
+// aligned to: 16-byte moves where they can be, down to single bytes.
+template <typename Launch>
+void with_row_word(const void* src, const void* dst, std::int64_t row_bytes, Launch&& launch) {
+  auto fits = [&](std::int64_t word) {
+    return row_bytes % word == 0 && aligned(src, static_cast<std::uintptr_t>(word)) &&
+           aligned(dst, static_cast<std::uintptr_t>(word));
+  };
+  if (fits(16)) {
+    launch(uint4{});
+  } else if (fits(8)) {
+    launch(uint2{});
+  } else if (fits(4)) {
+    launch(std::uint32_t{});
+  } else if (fits(2)) {
+    launch(std::uint16_t{});
+  } else {
+    launch(std::uint8_t{});
+  }
 }
 
 // NaN and infinity are the values whose exponent bits are all ones.
@@ -177,22 +182,12 @@ cudaError_t gather_rows(const void* src, std::int64_t row_bytes, const std::int6
                         void* dst, cudaStream_t stream) {
   if (row_bytes <= 0 || row_count < 0) throw std::invalid_argument("gather_rows: bad row size or count");
   if (row_count == 0) return cudaSuccess;
-  // The widest word that divides a row and that both buffers are aligned to.
-  auto fits = [&](std::int64_t word) {
-    return row_bytes % word == 0 && aligned(src, static_cast<std::uintptr_t>(word)) &&
-           aligned(dst, static_cast<std::uintptr_t>(word));
-  };
-  if (fits(16)) {
-    launch_gather<uint4>(src, row_bytes, rows, row_count, dst, stream);
-  } else if (fits(8)) {
-    launch_gather<uint2>(src, row_bytes, rows, row_count, dst, stream);
-  } else if (fits(4)) {
-    launch_gather<std::uint32_t>(src, row_bytes, rows, row_count, dst, stream);
-  } else if (fits(2)) {
-    launch_gather<std::uint16_t>(src, row_bytes, rows, row_count, dst, stream);
-  } else {
-    launch_gather<std::uint8_t>(src, row_bytes, rows, row_count, dst, stream);
-  }
+  with_row_word(src, dst, row_bytes, [&](auto word) {
+    using Word = decltype(word);
+    const std::int64_t row_words = row_bytes / static_cast<std::int64_t>(sizeof(Word));
+    gather_rows_kernel<Word><<<blocks_for(row_count * row_words), kThreads, 0, stream>>>(
+        static_cast<const Word*>(src), row_words, rows, row_count, static_cast<Word*>(dst));
+  });
   return cudaGetLastError();
 }
 
@@ -200,17 +195,12 @@ cudaError_t scatter_rows(const void* src, std::int64_t row_bytes, const std::int
                          void* dst, cudaStream_t stream) {
   if (row_bytes <= 0 || row_count < 0) throw std::invalid_argument("scatter_rows: bad row size or count");
   if (row_count == 0) return cudaSuccess;
-  auto fits = [&](std::int64_t word) {
-    return row_bytes % word == 0 && aligned(src, static_cast<std::uintptr_t>(word)) &&
-           aligned(dst, static_cast<std::uintptr_t>(word));
-  };
-  if (fits(16)) {
-    launch_scatter<uint4>(src, row_bytes, targets, row_count, dst, stream);
-  } else if (fits(4)) {
-    launch_scatter<std::uint32_t>(src, row_bytes, targets, row_count, dst, stream);
-  } else {
-    launch_scatter<std::uint8_t>(src, row_bytes, targets, row_count, dst, stream);
-  }
+  with_row_word(src, dst, row_bytes, [&](auto word) {
+    using Word = decltype(word);
+    const std::int64_t row_words = row_bytes / static_cast<std::int64_t>(sizeof(Word));
+    scatter_rows_kernel<Word><<<blocks_for(row_count * row_words), kThreads, 0, stream>>>(
+        static_cast<const Word*>(src), row_words, targets, row_count, static_cast<Word*>(dst));
+  });
   return cudaGetLastError();
 }
 
