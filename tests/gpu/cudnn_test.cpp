@@ -265,6 +265,44 @@ Verification verify(AttentionBackend& backend, const AttentionProblem& p, CudaSt
   return run_and_verify(backend, device_case, stream.get());
 }
 
+// What a problem check_problem refuses does to the test: fails it, or is printed as a skip.
+enum class OnRefusal { fail, skip };
+
+struct Tally {
+  int verified = 0;
+  int refused = 0;  // by check_problem, or by the plan build
+};
+
+// Each problem once on one backend instance (so its plan cache is exercised) against the float64
+// reference; a plan build that rejects a problem is printed, not failed (the version gates are
+// tested on the CPU).
+Tally verify_each(AttentionBackend& backend, const std::vector<AttentionProblem>& problems, OnRefusal on_refusal,
+                  std::string (*name)(const AttentionProblem&)) {
+  CudaStream stream;
+  Tally tally;
+  for (const AttentionProblem& p : problems) {
+    SCOPED_TRACE(name(p));
+    if (auto reason = backend.check_problem(p)) {
+      if (on_refusal == OnRefusal::fail) ADD_FAILURE() << "rejected: " << *reason;
+      std::printf("  SKIP %s: %s\n", name(p).c_str(), reason->c_str());
+      ++tally.refused;
+      continue;
+    }
+    try {
+      const Verification v = verify(backend, p, stream);
+      EXPECT_TRUE(v.passed) << v.detail;
+      EXPECT_EQ(v.non_finite, 0);
+      std::printf("  %s %-72s rel.err %.3e (bound %.0e, %lld rows)\n", v.passed ? "OK  " : "FAIL", name(p).c_str(),
+                  v.relative_error, v.bound, static_cast<long long>(v.rows_checked));
+      ++tally.verified;
+    } catch (const BackendUnsupportedError& e) {
+      std::printf("  SKIP %s: the plan build rejected it: %s\n", name(p).c_str(), e.what());
+      ++tally.refused;
+    }
+  }
+  return tally;
+}
+
 // One backend instance, problems that share batch, heads, lengths, head dim, dtype and causal:
 // a plan keyed without heads_kv, alignment or window would run the wrong graph for the later ones.
 TEST(Cudnn, PlanCacheTellsApartHeadsKvAlignmentAndWindow) {
@@ -280,21 +318,7 @@ TEST(Cudnn, PlanCacheTellsApartHeadsKvAlignmentAndWindow) {
       problem(2, 8, 2, 33, 255, 64, {false, {3, 0}, br}),
       problem(2, 8, 8, 33, 255, 64, kCausal),  // the first plan again, from the cache
   };
-  CudaStream stream;
-  for (const AttentionProblem& p : problems) {
-    SCOPED_TRACE(label(p));
-    if (auto reason = backend->check_problem(p)) {
-      ADD_FAILURE() << "rejected: " << *reason;
-      continue;
-    }
-    try {
-      const Verification v = verify(*backend, p, stream);
-      EXPECT_TRUE(v.passed) << v.detail;
-      EXPECT_EQ(v.non_finite, 0);
-    } catch (const BackendUnsupportedError& e) {
-      std::printf("  %s: the plan build rejected it: %s\n", label(p).c_str(), e.what());
-    }
-  }
+  verify_each(*backend, problems, OnRefusal::fail, label);
 }
 
 // GQA as in GPU.md's PyTorch figures (32 query heads over 8 K/V heads), d128, where the engine
@@ -308,23 +332,7 @@ TEST(Cudnn, GroupedHeadsAtReferenceShapes) {
       problem(2, 32, 8, 512, 2048, 128, kCausalBottomRight, DType::fp16),
       problem(1, 32, 8, 1024, 1024, 128, {true, {255, -1}, tl}),
   };
-  CudaStream stream;
-  for (const AttentionProblem& p : problems) {
-    SCOPED_TRACE(label(p));
-    if (auto reason = backend->check_problem(p)) {
-      ADD_FAILURE() << "rejected: " << *reason;
-      continue;
-    }
-    try {
-      const Verification v = verify(*backend, p, stream);
-      EXPECT_TRUE(v.passed) << v.detail;
-      EXPECT_EQ(v.non_finite, 0);
-      std::printf("  %-56s rel.err %.3e (bound %.0e, %lld rows)\n", label(p).c_str(), v.relative_error, v.bound,
-                  static_cast<long long>(v.rows_checked));
-    } catch (const BackendUnsupportedError& e) {
-      std::printf("  %s: the plan build rejected it: %s\n", label(p).c_str(), e.what());
-    }
-  }
+  verify_each(*backend, problems, OnRefusal::fail, label);
 }
 
 // Ragged batches and paged caches against the float64 reference: lengths 1, 17 and the maximum,
@@ -352,31 +360,13 @@ TEST(Cudnn, RaggedAndPagedMatchTheReference) {
     problems.push_back(ragged(problem(4, 32, 8, 1, 1000, 128, mask), {}, {1, 17, 1000, 513}, 16));
     problems.push_back(ragged(problem(4, 32, 8, 1, 1000, 128, mask, DType::fp16), {}, {1, 17, 1000, 513}, 64));
   }
-  CudaStream stream;
-  int verified = 0, refused = 0;
-  for (const AttentionProblem& p : problems) {
-    SCOPED_TRACE(ragged_label(p));
-    if (auto reason = backend->check_problem(p)) {
-      std::printf("  SKIP %s: %s\n", ragged_label(p).c_str(), reason->c_str());
-      ++refused;
-      continue;
-    }
-    try {
-      const Verification v = verify(*backend, p, stream);
-      EXPECT_TRUE(v.passed) << v.detail;
-      EXPECT_EQ(v.non_finite, 0);
-      std::printf("  %s %-72s rel.err %.3e (bound %.0e, %lld rows)\n", v.passed ? "OK  " : "FAIL",
-                  ragged_label(p).c_str(), v.relative_error, v.bound, static_cast<long long>(v.rows_checked));
-      ++verified;
-    } catch (const BackendUnsupportedError& e) {
-      std::printf("  SKIP %s: the plan build rejected it: %s\n", ragged_label(p).c_str(), e.what());
-      ++refused;
-    }
-  }
-  std::printf("  %d verified, %d skipped with a reason, of %zu\n", verified, refused, problems.size());
+  const Tally tally = verify_each(*backend, problems, OnRefusal::skip, ragged_label);
+  std::printf("  %d verified, %d skipped with a reason, of %zu\n", tally.verified, tally.refused, problems.size());
   RecordProperty("cudnn_version", cudnn_runtime_version());
   // cuDNN 9.6+ takes every one of these; a skip there is a regression of this backend.
-  if (cudnn_runtime_version_number() >= 90700) EXPECT_EQ(refused, 0);
+  if (cudnn_runtime_version_number() >= 90700) {
+    EXPECT_EQ(tally.refused, 0);
+  }
 }
 
 // The plan cache keys on the lengths and the page size: the same maxima with other lengths, or
@@ -390,20 +380,7 @@ TEST(Cudnn, PlanCacheTellsApartLengthsAndPages) {
       ragged(base, {}, {200, 100}, 64),  ragged(base, {}, {}, 16),            base,
       ragged(base, {1, 40}, {100, 200}),
   };
-  CudaStream stream;
-  for (const AttentionProblem& p : problems) {
-    SCOPED_TRACE(ragged_label(p));
-    if (auto reason = backend->check_problem(p)) {
-      std::printf("  SKIP %s: %s\n", ragged_label(p).c_str(), reason->c_str());
-      continue;
-    }
-    try {
-      const Verification v = verify(*backend, p, stream);
-      EXPECT_TRUE(v.passed) << v.detail;
-    } catch (const BackendUnsupportedError& e) {
-      std::printf("  SKIP %s: the plan build rejected it: %s\n", ragged_label(p).c_str(), e.what());
-    }
-  }
+  verify_each(*backend, problems, OnRefusal::skip, ragged_label);
 }
 
 // Not a regular test: prints what the loaded cuDNN does with the bands check_problem refuses,

@@ -58,18 +58,24 @@ std::string case_name(const testing::TestParamInfo<AttentionProblem>& info) {
   return name;
 }
 
-class FlashLogsumexp : public testing::TestWithParam<AttentionProblem> {};
-
-TEST_P(FlashLogsumexp, OutputAndLogsumexpMatchFloat64Reference) {
-  skip_unless_device_supported();
-  const AttentionProblem& problem = GetParam();
-  ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
+// One problem flash accepts, on a fresh seed, against the float64 reference: output and logsumexp.
+Verification expect_output_and_lse_match(const AttentionProblem& problem) {
   const std::uint64_t seed = std::random_device{}();
   CudaStream stream;
   DeviceCase device_case(problem, seed, stream.get());
   const Verification v = run_and_verify(flash(), device_case, stream.get(), {.compare_lse = true});
   EXPECT_TRUE(v.passed) << case_label("flash", problem) << " seed " << seed << ": " << v.detail;
   EXPECT_EQ(v.non_finite, 0);
+  return v;
+}
+
+class FlashLogsumexp : public testing::TestWithParam<AttentionProblem> {};
+
+TEST_P(FlashLogsumexp, OutputAndLogsumexpMatchFloat64Reference) {
+  skip_unless_device_supported();
+  const AttentionProblem& problem = GetParam();
+  ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
+  const Verification v = expect_output_and_lse_match(problem);
   EXPECT_GE(v.lse_max_abs_error, 0.0) << "logsumexp was not compared";
   std::printf("  %-48s rel.err %.3e  lse max.abs %.3e\n", case_label("flash", problem).c_str(), v.relative_error,
               v.lse_max_abs_error);
@@ -132,12 +138,7 @@ TEST_P(FlashVarlen, OutputAndLogsumexpMatchFloat64Reference) {
   skip_unless_device_supported();
   const AttentionProblem& problem = GetParam();
   ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
-  const std::uint64_t seed = std::random_device{}();
-  CudaStream stream;
-  DeviceCase device_case(problem, seed, stream.get());
-  const Verification v = run_and_verify(flash(), device_case, stream.get(), {.compare_lse = true});
-  EXPECT_TRUE(v.passed) << case_label("flash", problem) << " seed " << seed << ": " << v.detail;
-  EXPECT_EQ(v.non_finite, 0);
+  const Verification v = expect_output_and_lse_match(problem);
   EXPECT_GT(v.rows_checked, 0);
 }
 
@@ -178,13 +179,8 @@ TEST(Flash, ManyHeadsAndBatches) {
   for (int heads_kv : {70, 10})
     for (bool causal : {false, true}) {
       AttentionProblem problem = make_problem({3, 70, 65, 130, 0}, 64, DType::fp16, causal);
-      problem.shape.heads_kv = heads_kv;
-      const std::uint64_t seed = std::random_device{}();
-      CudaStream stream;
-      DeviceCase device_case(problem, seed, stream.get());
-      const Verification v = run_and_verify(flash(), device_case, stream.get(), {.compare_lse = true});
-      EXPECT_TRUE(v.passed) << case_label("flash", problem) << " heads_kv " << heads_kv << " seed " << seed << ": "
-                            << v.detail;
+      problem.shape.heads_kv = heads_kv;  // case_label names it: "3x70/10x65x130x64"
+      expect_output_and_lse_match(problem);
     }
 }
 
