@@ -154,16 +154,7 @@ class ManualBackend final : public AttentionBackend {
         k::ragged_mask(keep, io.seq_lens_q, io.seq_lens_kv, mask, s.batch, s.seq_q, s.seq_kv, stream);
       } else {
         // mask = torch.ones(L, S, dtype=bool).tril(diagonal) [.triu(diagonal)]; causal top-left is .tril()
-        bool* spare = keep_.as<bool>();
-        k::fill_bool(keep, true, mask_elems, stream);
-        if (mask.high < MaskBounds::kUnboundedKeys) {
-          k::tril(keep, spare, s.seq_q, s.seq_kv, mask.high, stream);
-          std::swap(keep, spare);
-        }
-        if (mask.low > -MaskBounds::kUnboundedKeys) {
-          k::triu(keep, spare, s.seq_q, s.seq_kv, mask.low, stream);
-          std::swap(keep, spare);
-        }
+        keep = build_band_mask(mask, s.seq_q, s.seq_kv, keep, keep_.as<bool>(), stream);
       }
       if (masked_fill_ == MaskedFill::out_of_place) {
         // Tensor.masked_fill = clone() + masked_fill_(): the clone is a device-to-device copy.

@@ -164,17 +164,7 @@ class MathBackend final : public AttentionBackend {
     } else if (mask.bounded()) {
       // at::ones({L, S}, bool).tril(diagonal) [.triu(diagonal) for a window's left edge], then
       // convert_boolean_attn_mask: where(mask, 0, -inf). Top-left causal is plain .tril().
-      bool* built = ones_.as<bool>();
-      bool* spare = tril_.as<bool>();
-      k::fill_bool(built, true, mask_elems, stream);
-      if (mask.high < MaskBounds::kUnboundedKeys) {
-        k::tril(built, spare, s.seq_q, s.seq_kv, mask.high, stream);
-        std::swap(built, spare);
-      }
-      if (mask.low > -MaskBounds::kUnboundedKeys) {
-        k::triu(built, spare, s.seq_q, s.seq_kv, mask.low, stream);
-        std::swap(built, spare);
-      }
+      const bool* built = build_band_mask(mask, s.seq_q, s.seq_kv, ones_.as<bool>(), tril_.as<bool>(), stream);
       k::fill_float(zero, 0.f, 1, stream);
       k::fill_float(neg_inf, -INFINITY, 1, stream);
       k::where_scalars(built, zero, neg_inf, mask_float_.as<float>(), mask_elems, stream);

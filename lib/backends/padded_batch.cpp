@@ -1,7 +1,9 @@
 #include "backends/padded_batch.hpp"
 
 #include <cstddef>
+#include <utility>
 
+#include "elementwise/elementwise.hpp"
 #include "elementwise/ragged_layout.hpp"
 
 namespace attnprof {
@@ -50,6 +52,19 @@ void PaddedBatch::unpad(const AttentionProblem& p, const AttentionBuffers& io, c
   const AttentionShape& s = p.shape;
   if (s.packed_q())
     kernels::unpad_ragged(o_.get(), io.o, p.dtype, io.cu_seqlens_q, s.batch, s.heads, s.seq_q, s.head_dim, stream);
+}
+
+bool* build_band_mask(const MaskBounds& mask, int seq_q, int seq_kv, bool* buffer, bool* spare, cudaStream_t stream) {
+  kernels::fill_bool(buffer, true, static_cast<std::int64_t>(seq_q) * seq_kv, stream);
+  if (mask.high < MaskBounds::kUnboundedKeys) {
+    kernels::tril(buffer, spare, seq_q, seq_kv, mask.high, stream);
+    std::swap(buffer, spare);
+  }
+  if (mask.low > -MaskBounds::kUnboundedKeys) {
+    kernels::triu(buffer, spare, seq_q, seq_kv, mask.low, stream);
+    std::swap(buffer, spare);
+  }
+  return buffer;
 }
 
 }  // namespace attnprof

@@ -1,5 +1,6 @@
-// A ragged batch and a paged K/V cache the way a plain PyTorch program meets them before a dense
-// attention call (the math and manual backends): packed q, k, v padded to the longest sequence,
+// What a plain PyTorch program builds around a dense attention call (the math and manual
+// backends): the mask of a causal or windowed band, and, for a ragged batch or a paged K/V
+// cache, packed q, k, v padded to the longest sequence,
 // a paged cache gathered into a contiguous K and V, and the output padded until its valid rows
 // are copied back into the packed o. Each copy is its own kernel launch (kernels/elementwise/
 // ragged_layout.hpp), every call, so the trace shows what the program pays for.
@@ -8,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/backend.hpp"
+#include "core/mask_bounds.hpp"
 #include "gpu/device_memory.hpp"
 
 namespace attnprof {
@@ -34,5 +36,11 @@ class PaddedBatch {
  private:
   DeviceBuffer q_, k_, v_, o_;
 };
+
+// The dense [seq_q, seq_kv] boolean mask of a band as PyTorch builds it every call:
+// torch.ones(L, S, dtype=bool).tril(high) [.triu(low) for a window's left edge], top-left causal
+// being plain .tril(). Uses `buffer` and `spare` (seq_q x seq_kv each) and returns the one holding
+// the mask.
+bool* build_band_mask(const MaskBounds& mask, int seq_q, int seq_kv, bool* buffer, bool* spare, cudaStream_t stream);
 
 }  // namespace attnprof
