@@ -1,5 +1,6 @@
 #include "runner/device_case.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -91,6 +92,16 @@ DeviceCase::DeviceCase(const AttentionProblem& problem, std::uint64_t seed, cuda
     CUDA_CHECK(cudaMemcpyAsync(sequences_.get(), ints.data(), sequences_.bytes(), cudaMemcpyHostToDevice, stream));
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+double DeviceCase::device_bytes(const AttentionProblem& p) {
+  const AttentionShape& s = p.shape;
+  const double width = dtype_bytes(p.dtype);
+  const double stored = 2.0 * width * (static_cast<double>(stored_elements_q(s)) + stored_elements_kv(s));
+  const double scratch = s.ragged() || s.paged() ? static_cast<double>(std::max(element_count_q(s), element_count_kv(s))) *
+                                                       (width + static_cast<double>(sizeof(std::int64_t)) / s.head_dim)
+                                                 : 0.0;
+  return stored + scratch + 4.0 * s.batch * s.heads * s.seq_q + (p.has_bias ? 4.0 * s.seq_q * s.seq_kv : 0.0);
 }
 
 AttentionBuffers DeviceCase::buffers() const {

@@ -23,6 +23,11 @@ class DeviceCase {
   // the buffers are ready on any stream when it returns.
   DeviceCase(const AttentionProblem& problem, std::uint64_t seed, cudaStream_t stream);
 
+  // Device memory the constructor takes at its peak: q, k, v, o as stored (a paged pool holds
+  // whole pages), lse, bias, and the logical copy and row map a packed or paged tensor is drawn
+  // through. The sweep checks it against free memory before anything is allocated.
+  static double device_bytes(const AttentionProblem& problem);
+
   const AttentionProblem& problem() const { return problem_; }
   std::uint64_t seed() const { return seed_; }
   AttentionBuffers buffers() const;

@@ -95,16 +95,7 @@ std::optional<std::string> context_error() {
 // Inputs and outputs must fit before anything is allocated; a shape that cannot fit fails with
 // the sizes, not with an allocation error deep inside a backend.
 void require_device_memory(const AttentionProblem& p) {
-  const AttentionShape& s = p.shape;
-  const double width = dtype_bytes(p.dtype);
-  // As stored (a paged pool holds whole pages), plus the logical copy and row map a packed or
-  // paged tensor is drawn through (runner/device_case.cpp).
-  const double stored = 2.0 * width * (static_cast<double>(stored_elements_q(s)) + stored_elements_kv(s));
-  const double scratch = s.ragged() || s.paged()
-                             ? static_cast<double>(std::max(element_count_q(s), element_count_kv(s))) * (width + 8.0 / s.head_dim)
-                             : 0.0;
-  const double io_bytes = stored + scratch + 4.0 * s.batch * s.heads * s.seq_q +
-                          (p.has_bias ? 4.0 * s.seq_q * s.seq_kv : 0.0);
+  const double io_bytes = DeviceCase::device_bytes(p);
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (io_bytes > static_cast<double>(free_bytes))
