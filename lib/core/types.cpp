@@ -113,8 +113,7 @@ std::string lengths_label(const std::vector<int>& lens) {
 
 std::string shape_label(const AttentionShape& s) {
   const std::string heads = s.kv_heads() != s.heads ? fmt::format("{}/{}", s.heads, s.kv_heads()) : std::to_string(s.heads);
-  std::string text = fmt::format("{}x{}x{}x{}x{}", s.batch, heads, s.seq_q, s.seq_kv, s.head_dim);
-  return text;
+  return fmt::format("{}x{}x{}x{}x{}", s.batch, heads, s.seq_q, s.seq_kv, s.head_dim);
 }
 
 std::string layout_label(const AttentionShape& s) {
