@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   run_cmd->add_option("--shape", run.shape,
                       "one shape instead of the config's, e.g. b=8,h=32,hkv=8,sq=1,skv=32768,d=128 (keys: b h hkv sq skv "
-                      "d causal=false|true|top_left|bottom_right window=LEFT:RIGHT dtype bias)");
+                      "d causal=false|true|top_left|bottom_right window=LEFT:RIGHT dtype bias; a ragged batch: lq=1:17:64 "
+                      "lkv=4096:17:1 (one length per sequence); a paged K/V cache: page=16)");
   run_cmd->add_option("--trace-format", run.trace_format, "json or json.gz (gzip written while streaming); overrides the config")
       ->check(CLI::IsMember(trace::kTraceFormatNames));
   run_cmd->add_option("--html", run.html_path, "also write a self-contained HTML report with plots here");

@@ -159,7 +159,19 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     tile_end = min(tile_begin + per_split, first + count);
   }
 
-  // Q (rows >= rows zero) into shared memory, then into A fragments for the whole loop.
+  // This warp's tiles: tile_begin + warp, + kWarps, ...; prologue of kStages - 1 groups, issued
+  // first: the key stream is what the block waits for.
+  const uint32_t stages = smem_base + warp * Traits::kWarpBytes;
+  const int my_tiles = tile_end - tile_begin > warp ? (tile_end - tile_begin - warp + Traits::kWarps - 1) / Traits::kWarps : 0;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < my_tiles)
+      copy_key_tile<Traits>(p, stages + s * Traits::kStageBytes, b, kv_head, tile_begin + warp + s * Traits::kWarps,
+                            kv_len, lane);
+    cp_async_commit();
+  }
+  // Q (rows >= rows zero) into shared memory, then into A fragments for the whole loop; loaded
+  // after the first key tiles are on their way, so its round trip overlaps theirs.
   const uint32_t q_tile = smem_base + Traits::kQOffset;
   for (int index = tid; index < Traits::kRows * Traits::kChunksPerRow; index += Traits::kThreads) {
     const int m = index / Traits::kChunksPerRow;
@@ -173,16 +185,6 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     *reinterpret_cast<uint4*>(smem + (swizzled<Traits>(q_tile, m, chunk) - smem_base)) = value;
   }
 
-  // This warp's tiles: tile_begin + warp, + kWarps, ...; prologue of kStages - 1 groups.
-  const uint32_t stages = smem_base + warp * Traits::kWarpBytes;
-  const int my_tiles = tile_end - tile_begin > warp ? (tile_end - tile_begin - warp + Traits::kWarps - 1) / Traits::kWarps : 0;
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < my_tiles)
-      copy_key_tile<Traits>(p, stages + s * Traits::kStageBytes, b, kv_head, tile_begin + warp + s * Traits::kWarps,
-                            kv_len, lane);
-    cp_async_commit();
-  }
   __syncthreads();  // Q is in shared memory
   uint32_t qa[kHeadDim / 16][4];
 #pragma unroll

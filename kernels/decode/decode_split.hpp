@@ -19,9 +19,12 @@ struct DecodeSplitInputs {
 
 // Splits in [1, max_splits]. No split when the unsplit grid already fills the device: at least
 // one full wave, or a last partial wave that keeps 85% of the slots busy on average. Otherwise
-// the fewest splits within 5% of the best busy fraction (a second kernel and a workspace round
-// trip cost something, so no more splits than that); never more splits than key tiles, nor so
-// many that a split holds fewer than min_tiles_per_split tiles.
+// one wave when one can fill at least 90% of the slots: the most splits that still fit in it
+// (measured on the H200, docs/perf/NOTES.md: a single wave beat two waves of twice the splits by
+// 2-3%; the combine reads half as many partial results and no block waits for a slot).
+// Failing that, the fewest splits within 5% of the best busy fraction of the waves (a second
+// kernel and a workspace round trip cost something, so no more splits than that). Never more
+// splits than key tiles, nor so many that a split holds fewer than min_tiles_per_split tiles.
 inline int choose_decode_splits(const DecodeSplitInputs& in) {
   const long long slots = static_cast<long long>(std::max(in.sm_count, 1)) * std::max(in.blocks_per_sm, 1);
   const long long blocks = std::max(in.blocks, 1LL);
@@ -34,6 +37,9 @@ inline int choose_decode_splits(const DecodeSplitInputs& in) {
   const int by_tiles = std::max(1, in.key_tiles / std::max(in.min_tiles_per_split, 1));
   const int limit = std::max(1, std::min({in.max_splits, in.key_tiles, by_tiles}));
   if (limit == 1) return 1;
+  const long long one_wave = std::min<long long>(limit, slots / blocks);
+  if (one_wave >= 1 && static_cast<double>(blocks * one_wave) >= 0.9 * static_cast<double>(slots))
+    return static_cast<int>(one_wave);
   // Busy fraction alone prefers one wave of tiny blocks; also ask for a wave at least as full
   // as the unsplit grid's, then take the fewest splits within 5% of the best seen.
   double best = 0.0;

@@ -6,12 +6,14 @@
 // - decode (group_size * seq_q <= 16 query rows per K/V head): kernels/decode, one block per
 //   (split, K/V head, sequence) reading K and V once per K/V head; split over the keys with a
 //   combine kernel when the unsplit grid would leave SMs idle (kernels/decode/decode_split.hpp).
-//   Dense, packed (ragged) or paged K/V, dense or packed q.
+//   Dense, packed (ragged) or paged K/V, dense or packed q. For measuring the split choice by
+//   hand, ATTNPROF_DECODE_SPLITS=N (1-128, at most the key tiles; read once) replaces the heuristic's.
 // Both write o and, when asked, the logsumexp (-inf for a row that sees no key). The score
 // matrix never reaches device memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <numbers>
 #include <map>
 #include <optional>
@@ -39,6 +41,21 @@ constexpr int kMaxSequence = 1 << 29;  // MaskBounds' arithmetic stays inside in
 // Few query rows per K/V head against the keys: the decode kernels (their M tile holds them all).
 bool is_decode(const AttentionProblem& problem) {
   return static_cast<long long>(problem.shape.seq_q) * problem.shape.group_size() <= kernels::kDecodeMaxRows;
+}
+
+// ATTNPROF_DECODE_SPLITS, or 0 when unset.
+int decode_splits_override() {
+  static const int splits = [] {
+    const char* text = std::getenv("ATTNPROF_DECODE_SPLITS");
+    if (text == nullptr || *text == '\0') return 0;
+    char* end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (*end != '\0' || value < 1 || value > kernels::kDecodeMaxSplits)
+      throw std::invalid_argument(fmt::format("ATTNPROF_DECODE_SPLITS={}: expected a number of splits in 1-{}", text,
+                                              kernels::kDecodeMaxSplits));
+    return static_cast<int>(value);
+  }();
+  return splits;
 }
 
 // Ragged or paged: the prefill path takes the varlen kernel (per-sequence lengths and bands).
@@ -191,6 +208,7 @@ class FlashBackend final : public AttentionBackend {
     in.min_tiles_per_split = kernels::kDecodeWarps;
     in.max_splits = kernels::kDecodeMaxSplits;
     decode_splits_ = kernels::choose_decode_splits(in);
+    if (decode_splits_override() > 0) decode_splits_ = std::min(decode_splits_override(), in.key_tiles);
     if (decode_splits_ > 1)
       workspace_.reserve(static_cast<std::size_t>(kernels::decode_workspace_floats(problem.shape, decode_splits_)) *
                          sizeof(float));

@@ -36,6 +36,22 @@ TEST(DecodeSplit, FewBlocksAgainstLongSequencesSplit) {
   EXPECT_LE(eight, 128);
 }
 
+TEST(DecodeSplit, PrefersTheFullestSingleWave) {
+  // 8 sequences x 8 K/V heads: 4 splits fill 256 of 264 slots in one wave (8 would take two).
+  EXPECT_EQ(choose_decode_splits(h200(8 * 8, 32768 / 16)), 4);
+  // 1 x 8: 33 splits fill all 264 slots.
+  EXPECT_EQ(choose_decode_splits(h200(1 * 8, 131072 / 16)), 33);
+  // 2 x 8: 16 splits, 256 slots.
+  EXPECT_EQ(choose_decode_splits(h200(2 * 8, 32768 / 16)), 16);
+  // 100 blocks: 2 splits fill only 200 slots (76%); no single wave is full enough, so the
+  // multi-wave rule decides, and its grid keeps 90% of its waves' slots busy.
+  const int s = choose_decode_splits(h200(100, 32768 / 16));
+  const long long total = 100LL * s, waves = (total + 263) / 264;
+  EXPECT_GE(static_cast<double>(total) / (waves * 264.0), 0.9) << s << " splits";
+  // Few key tiles cap the splits below a full wave: then the multi-wave rule decides too.
+  EXPECT_LE(choose_decode_splits(h200(8, 64)), 16);
+}
+
 TEST(DecodeSplit, NeverMoreSplitsThanKeyTiles) {
   for (int tiles : {1, 2, 3, 7, 40})
     for (long long blocks : {1LL, 3LL, 8LL}) {

@@ -9,7 +9,7 @@ rm -rf carry && mkdir -p "$C/app" "$C/lib/inject" "$C/tests"
 strip_to() { strip --strip-unneeded -o "$2" "$1"; }
 strip_to "$B/app/attnprof" "$C/app/attnprof"
 strip_to "$B/lib/inject/libattnprof_inject.so" "$C/lib/inject/libattnprof_inject.so"
-for t in "$B"/tests/gpu_*_test "$B/tests/launch_loop" "$B/tests/attnprof_forward"; do
+for t in "$B"/tests/gpu_*_test "$B/tests/launch_loop" "$B/tests/attnprof_forward" "$B/tests/attnprof_decode_bench"; do
   [ -x "$t" ] && strip_to "$t" "$C/tests/$(basename "$t")"
 done
 tar cf - -C carry/stage build | xz -T0 -6 > carry/build.tar.xz

@@ -118,6 +118,22 @@ TEST_P(FlashDecode, OutputAndLogsumexpMatchFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashDecode, testing::ValuesIn(decode_cases()), case_name);
 
+// A split problem called again and again: whatever state the split path keeps between calls
+// (its workspace, its arrival counters) must leave every call's output right.
+TEST(FlashDecode, SplitStaysRightOverRepeatedCalls) {
+  skip_unless_device_supported();
+  AttentionProblem problem = decode_problem(2, 32, 8, 1, 40000, 128, DType::bf16, CausalMode::bottom_right);
+  problem.shape.seq_lens_kv = {40000, 333};
+  const std::uint64_t seed = std::random_device{}();
+  CudaStream stream;
+  DeviceCase device_case(problem, seed, stream.get());
+  for (int call = 0; call < 4; ++call) {
+    const Verification v = run_and_verify(flash(), device_case, stream.get(), {.compare_lse = true});
+    EXPECT_TRUE(v.passed) << "call " << call << " seed " << seed << ": " << v.detail;
+    EXPECT_EQ(v.non_finite, 0) << "call " << call;
+  }
+}
+
 // The kernels one run() launches, by name, from a graph captured around it.
 std::vector<std::string> launched_kernels(const AttentionProblem& problem) {
   CudaStream stream;

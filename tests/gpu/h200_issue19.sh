@@ -2,7 +2,10 @@
 # Device calls for issue 19 (decode, paged caches, ragged batches). `tests` runs the GPU tests of
 # the ragged and paged layouts and the decode benchmark beside PyTorch in one call; `llm` runs
 # configs/llm.json end to end (its exit code, the findings) and `attnprof backends`.
-# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue19.sh tests|llm
+# `tune` times the decode kernel at the heuristic's split count and others (ATTNPROF_DECODE_SPLITS,
+# lib/backends/flash.cpp) beside PyTorch;
+# `cudnn_ragged` chases the cudnn ragged prefill's illegal address (compute-sanitizer memcheck).
+# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue19.sh tests|llm|tune|cudnn_ragged
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue19}
@@ -14,11 +17,11 @@ case "${1:-tests}" in
       [ -x "$B/tests/gpu_${t}_test" ] || { echo "no gpu_${t}_test"; continue; }
       echo "=== gpu_${t}_test ($(date +%T))"
       "$B/tests/gpu_${t}_test" > "$OUT/${t}.log" 2>&1; echo "rc=$?"
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) \]|tests? from .* ran" "$OUT/${t}.log" | head -12
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) *\]|tests? from .* ran" "$OUT/${t}.log" | head -12
     done
     echo "=== correctness: ragged and paged, every backend ($(date +%T))"
     "$B/tests/gpu_backend_correctness_test" --gtest_filter='RaggedAndPaged/*' > "$OUT/ragged_correctness.log" 2>&1
-    echo "rc=$?"; grep -E "^\[  (PASSED|FAILED) \]|^\[  FAILED|tests? from .* ran" "$OUT/ragged_correctness.log" | head -30
+    echo "rc=$?"; grep -E "^\[  (PASSED|FAILED) *\]|^\[  FAILED|tests? from .* ran" "$OUT/ragged_correctness.log" | head -30
     echo "skipped: $(grep -c '^\[  SKIPPED \]' "$OUT/ragged_correctness.log")"
     echo "=== perf_decode beside PyTorch ($(date +%T))"
     "$A" run --config configs/perf_decode.json --out "$OUT/decode" --quiet > "$OUT/decode.txt" 2>&1; echo "rc=$?"
@@ -42,5 +45,36 @@ PY
     grep -cE " ok " "$OUT/llm.txt"; grep -E "failed|skipped" "$OUT/llm.txt" | head -30
     (cd "$OUT" && tar czf issue19_llm.tgz backends.txt llm.txt llm.err llm.html llm/summary.json && ls -la issue19_llm.tgz)
     cat "$OUT/llm.txt" | head -150
+    ;;
+  tune)
+    echo "=== decode variants: the heuristic's splits against others, two rounds ($(date +%T))"
+    bench="$B/tests/attnprof_decode_bench"
+    for round in 1 2; do
+      for shape in "8 32 8 1 32768 128:default 8 3" "64 32 8 1 4096 128:default" "1 32 8 1 131072 128:default 32 30"; do
+        dims=${shape%%:*}
+        for splits in ${shape#*:}; do
+          [ "$splits" = default ] && s_env="" || s_env=$splits
+          printf "r%s splits=%-7s " "$round" "$splits"
+          ATTNPROF_DECODE_SPLITS=$s_env $bench $dims 0 uniform none 300 2>&1 | tail -1
+        done
+      done
+    done
+    echo "=== PyTorch, same call ($(date +%T))"
+    PYTHONUNBUFFERED=1 timeout 200 python3 tests/perf/decode_torch.py 2>&1 | grep "^torch"
+    ;;
+  cudnn_ragged)
+    R="b=4,h=32,hkv=8,sq=4096,skv=4096,d=128,causal=bottom_right,lq=4096:2048:1537:319,lkv=4096:2048:1537:319"
+    echo "=== the ragged prefill alone ($(date +%T))"
+    "$A" run --shape "$R" --backends cudnn --out "$OUT/cr_alone" --quiet > "$OUT/cr_alone.txt" 2>&1; echo "rc=$?"
+    tail -5 "$OUT/cr_alone.txt"
+    echo "=== perf_decode, cudnn only ($(date +%T))"
+    "$A" run --config configs/perf_decode.json --backends cudnn --out "$OUT/cr_sweep" --quiet > "$OUT/cr_sweep.txt" 2>&1
+    echo "rc=$?"; grep -E "failed|error|illegal" "$OUT/cr_sweep.txt" | head -5
+    echo "=== memcheck: ragged q whose last sequence is shorter than the longest ($(date +%T))"
+    CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+    timeout 300 "$CS" --tool memcheck --print-limit 6 "$B/tests/gpu_backend_correctness_test" \
+      --gtest_filter='RaggedAndPaged/*cudnn_bf16_full_*ragged_q_17_300_1*:RaggedAndPaged/*cudnn_bf16_full_*ragged_q_1_17_300__kv_1_17_300__1*' \
+      > "$OUT/cr_memcheck.log" 2>&1; echo "rc=$?"
+    grep -E "Invalid|out of bounds|ERROR SUMMARY|PASSED|FAILED|bytes after|Address" "$OUT/cr_memcheck.log" | head -24
     ;;
 esac

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Device calls for issue 20 (the backward pass). `attribution` profiles PyTorch training steps
+# (docs/examples/sdpa_train_step.py: an NVTX range around forward + loss.backward()) and checks,
+# from attnprof's own trace, that each case counts the backward kernels PyTorch's autograd thread
+# launches, and exactly the kernels launched inside its ranges (tests/gpu/check_backward_attribution.py).
+# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue20.sh attribution
+set -uo pipefail
+B=${BUILD:-build}
+OUT=${OUT:-/tmp/attnprof-issue20}
+mkdir -p "$OUT"
+A="$B/app/attnprof"
+case "${1:-attribution}" in
+  attribution)
+    for causal in "" "--causal"; do
+      dir="$OUT/train${causal:+_causal}"
+      echo "=== profile: training steps ${causal:-non-causal} ($(date +%T))"
+      "$A" profile --out "$dir" -- python3 docs/examples/sdpa_train_step.py --iterations 5 $causal \
+        > "$dir.txt" 2> "$dir.err"; echo "profile rc=$?"
+      grep -E "^train|skipped" "$dir.err" | head -8
+      grep -E "train " "$dir.txt" | head -8
+      python3 tests/gpu/check_backward_attribution.py "$dir"; echo "check rc=$?"
+    done
+    ;;
+esac
