@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--out,-o", run.out_dir, "output directory (default: traces/<config>-<UTC time>)");
   run_cmd->add_option("--backends,-b", run.backends, "backends to run instead of the config's (e.g. flash,manual:in_place)")
       ->delimiter(',');
+  run_cmd->add_option("--passes", run.passes,
+                      "passes to time instead of the config's: forward, backward, or forward,backward (a backward "
+                      "case times dQ, dK, dV alone)")
+      ->delimiter(',');
   run_cmd->add_option("--shape", run.shape,
                       "one shape instead of the config's, e.g. b=8,h=32,hkv=8,sq=1,skv=32768,d=128 (keys: b h hkv sq skv "
                       "d causal=false|true|top_left|bottom_right window=LEFT:RIGHT dtype bias; a ragged batch: lq=1:17:64 "

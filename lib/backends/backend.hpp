@@ -34,6 +34,22 @@ struct AttentionBuffers {
   const int* block_table = nullptr;    // [batch, pages_per_sequence] when shape.paged()
 };
 
+// Device pointers of one backward pass (dense layouts only: core/types.hpp): the forward's inputs,
+// its output O and logsumexp (natural log, [batch, heads, seq_q] fp32) as the backend's own forward
+// wrote them, the upstream gradient dO (like O), and the gradients it writes, dQ like q, dK and dV
+// like k and v.
+struct BackwardBuffers {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* o = nullptr;
+  const float* lse = nullptr;
+  const void* d_o = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+};
+
 // Why a backend cannot run something; empty optional means it can.
 using Unsupported = std::optional<std::string>;
 
@@ -55,13 +71,32 @@ class AttentionBackend {
   // Can it run this problem? Checked before any memory is allocated for the case.
   virtual Unsupported check_problem(const AttentionProblem& problem) const = 0;
 
+  // Can it run this problem's backward (problem.pass is backward)? Asked after check_problem,
+  // before any allocation. A backend without a backward says so here, and its backward cases are
+  // skipped with that reason.
+  virtual Unsupported check_backward(const AttentionProblem& problem) const {
+    (void)problem;
+    return std::string("no backward yet for this backend");
+  }
+
   // Host-side set-up for a problem (handles, workspace, plans). Runs inside the NVTX `plan`
-  // phase and may be called again for the next case; cache what can be reused.
+  // phase and may be called again for the next case; cache what can be reused. For a backward
+  // problem it sets up both passes: the forward that gives O and the logsumexp, and the backward.
   virtual void prepare(const AttentionProblem& problem, cudaStream_t stream) = 0;
 
-  // Enqueue one forward pass on `stream`. Must not synchronize.
+  // Enqueue one forward pass on `stream`. Must not synchronize. For a backward problem it must
+  // also write buffers.lse, which the backward reads.
   virtual void run(const AttentionProblem& problem, const AttentionBuffers& buffers,
                    cudaStream_t stream) = 0;
+
+  // Enqueue one backward pass on `stream` (only for problems check_backward accepted): dQ, dK, dV
+  // from buffers; nothing else is written that a later backward reads. Must not synchronize.
+  virtual void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) {
+    (void)problem;
+    (void)buffers;
+    (void)stream;
+    throw std::logic_error("run_backward called on a backend without a backward");
+  }
 };
 
 struct BackendInfo {

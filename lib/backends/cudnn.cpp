@@ -80,6 +80,7 @@ struct PlanKey {
   int window_left, window_right;
   std::vector<int> seq_lens_q, seq_lens_kv;
   int page_size;
+  AttentionPass pass;  // a backward problem's forward also writes the logsumexp
   auto operator<=>(const PlanKey&) const = default;
 };
 
@@ -87,7 +88,7 @@ PlanKey key_of(const AttentionProblem& p) {
   const AttentionShape& s = p.shape;
   return {s.batch,        s.heads,         s.kv_heads(),    s.seq_q,      s.seq_kv,
           s.head_dim,     p.dtype,         p.causal,        p.alignment,  p.window.left,
-          p.window.right, s.seq_lens_q,    s.seq_lens_kv,   s.page_size};
+          p.window.right, s.seq_lens_q,    s.seq_lens_kv,   s.page_size,  p.pass};
 }
 
 // An int32 array uploaded once for a plan (lengths, ragged offsets).
@@ -140,6 +141,9 @@ struct CudnnPlan {
   // The variant pack of the last pointers run() saw (a sweep reuses one buffer set per case).
   BackendDescriptor variant_pack;
   AttentionBuffers bound{};
+  // A backward plan's: the fp32 buffers its graph keeps in memory, and the pointers last bound.
+  DeviceBuffer softmax_sum, dq_accum;
+  BackwardBuffers bound_backward{};
 
   void abandon() {
     graph.abandon();
@@ -149,7 +153,12 @@ struct CudnnPlan {
 };
 
 bool same_pointers(const AttentionBuffers& a, const AttentionBuffers& b) {
-  return a.q == b.q && a.k == b.k && a.v == b.v && a.o == b.o && a.block_table == b.block_table;
+  return a.q == b.q && a.k == b.k && a.v == b.v && a.o == b.o && a.lse == b.lse && a.block_table == b.block_table;
+}
+
+bool same_pointers(const BackwardBuffers& a, const BackwardBuffers& b) {
+  return a.q == b.q && a.k == b.k && a.v == b.v && a.o == b.o && a.lse == b.lse && a.d_o == b.d_o && a.dq == b.dq &&
+         a.dk == b.dk && a.dv == b.dv;
 }
 
 class CudnnBackend final : public AttentionBackend {
@@ -162,6 +171,7 @@ class CudnnBackend final : public AttentionBackend {
     int device = 0;
     if (cudaGetDevice(&device) == cudaErrorCudartUnloading) {
       for (auto& [key, plan] : plans_) plan->abandon();
+      for (auto& [key, plan] : backward_plans_) plan->abandon();
       if (handle_) handle_->abandon();
     }
   }
@@ -183,13 +193,45 @@ class CudnnBackend final : public AttentionBackend {
     return sdpa_unsupported(problem, cudnn_runtime_version_number(), check_band_surface_);
   }
 
+  Unsupported check_backward(const AttentionProblem& problem) const override {
+    return sdpa_backward_unsupported(problem, cudnn_runtime_version_number());
+  }
+
   void prepare(const AttentionProblem& problem, cudaStream_t stream) override {
     if (const Unsupported why = ragged_on_this_device(problem)) throw BackendUnsupportedError(*why);
+    if (problem.is_backward())
+      if (const Unsupported why = backward_on_this_device(problem)) throw BackendUnsupportedError(*why);
     if (!handle_) handle_ = std::make_unique<CudnnHandle>();
     bind_stream(stream);
     const PlanKey key = key_of(problem);
-    if (plans_.find(key) != plans_.end()) return;
-    plans_.emplace(key, build_plan(problem));
+    if (plans_.find(key) == plans_.end()) plans_.emplace(key, build_plan(problem));
+    if (problem.is_backward() && backward_plans_.find(key) == backward_plans_.end())
+      backward_plans_.emplace(key, build_backward_plan(problem));
+  }
+
+  void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
+    auto it = backward_plans_.find(key_of(problem));
+    if (it == backward_plans_.end()) {
+      prepare(problem, stream);
+      it = backward_plans_.find(key_of(problem));
+    }
+    CudnnPlan& plan = *it->second;
+    bind_stream(stream);
+    plan.scale = problem.softmax_scale();
+    if (plan.variant_pack.get() == nullptr || !same_pointers(plan.bound_backward, buffers)) {
+      std::vector<void*> pointers = {const_cast<void*>(buffers.q),   const_cast<void*>(buffers.k),
+                                     const_cast<void*>(buffers.v),   const_cast<void*>(buffers.o),
+                                     &plan.scale,                    const_cast<float*>(buffers.lse),
+                                     const_cast<void*>(buffers.d_o), buffers.dq,
+                                     buffers.dk,                     buffers.dv,
+                                     plan.softmax_sum.get(),         plan.dq_accum.get()};
+      for (ByValueScalar& constant : plan.constants) pointers.push_back(constant.data());
+      if (plan.sequences.seq_len_q.get() != nullptr)
+        pointers.insert(pointers.end(), {plan.sequences.seq_len_q.get(), plan.sequences.seq_len_kv.get()});
+      plan.variant_pack = make_variant_pack(plan.uids, pointers, plan.workspace.get());
+      plan.bound_backward = buffers;
+    }
+    CUDNN_CHECK(cudnnBackendExecute(handle_->get(), plan.execution.plan.get(), plan.variant_pack.get()));
   }
 
   void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
@@ -204,6 +246,11 @@ class CudnnBackend final : public AttentionBackend {
     if (plan.variant_pack.get() == nullptr || !same_pointers(plan.bound, buffers)) {
       std::vector<void*> pointers = {const_cast<void*>(buffers.q), const_cast<void*>(buffers.k),
                                      const_cast<void*>(buffers.v), buffers.o, &plan.scale};
+      if (problem.is_backward()) {
+        if (buffers.lse == nullptr)
+          throw GpuCallError("cudnn: a backward problem's forward was run without a logsumexp buffer");
+        pointers.push_back(buffers.lse);
+      }
       for (ByValueScalar& constant : plan.constants) pointers.push_back(constant.data());
       append_sequence_pointers(problem.shape, plan, buffers, pointers);
       plan.variant_pack = make_variant_pack(plan.uids, pointers, plan.workspace.get());
@@ -228,6 +275,72 @@ class CudnnBackend final : public AttentionBackend {
         "packed (ragged) tensors through cuDNN's ragged offsets need compute capability 9.0 or newer before cuDNN "
         "{}; this device is {}.x and the loaded cuDNN is {}",
         format_cudnn_version(kRaggedBeforeHopperMinVersion), major, format_cudnn_version(version));
+  }
+
+  // Head dims above 128 in the backward are Hopper's only (cudnn-frontend's support surface);
+  // only prepare() knows the device.
+  static Unsupported backward_on_this_device(const AttentionProblem& problem) {
+    int device = 0, major = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (problem.shape.head_dim <= 128 || major == 9) return std::nullopt;
+    return fmt::format("cuDNN's SDPA backward takes head_dim above 128 on compute capability 9.x only; this device is "
+                       "{}.x",
+                       major);
+  }
+
+  // The backward graph's plan: the same variant order as the forward's (composite graphs only).
+  std::unique_ptr<CudnnPlan> build_backward_plan(const AttentionProblem& problem) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t version = cudnn_runtime_version_number();
+    const std::string label = case_label("cudnn", problem);
+    std::string tried;
+    bool malformed = false;
+    for (const SdpaGraphVariant& variant : sdpa_graph_variants(problem, version)) {
+      auto plan = std::make_unique<CudnnPlan>();
+      plan->graph_name = "backward " + describe(variant, problem);
+      const bool lengths = sdpa_backward_needs_lengths(problem, version);
+      if (lengths) plan->graph_name += " with a full-length padding mask (cuDNN <= 9.15, seq_kv % 128 != 0)";
+      try {
+        plan->constants = add_sdpa_backward(plan->graph, problem, variant, version);
+        plan->graph.build(handle_->get());
+        PlanSearchOptions search;
+        search.first_config = diagnostics().first_config;
+        plan->execution = find_execution_plan(handle_->get(), plan->graph.graph(), search);
+      } catch (const CudnnCallError& e) {
+        tried += fmt::format("- {}: {}\n", plan->graph_name, e.what());
+        malformed = malformed || e.is_bad_param();
+        continue;
+      }
+      if (plan->execution.plan.get() == nullptr) {
+        tried += fmt::format("- {}: none of the {} engine config(s) heuristics offered finalized [{}]\n{}",
+                             plan->graph_name, plan->execution.configs_offered, plan->execution.offered,
+                             plan->execution.rejections);
+        continue;
+      }
+      const AttentionShape& s = problem.shape;
+      const std::size_t rows = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q;
+      plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
+      plan->softmax_sum = DeviceBuffer(rows * sizeof(float));
+      plan->dq_accum = DeviceBuffer(rows * s.head_dim * sizeof(float));
+      plan->uids = {sdpa_uid::q,   sdpa_uid::k,  sdpa_uid::v,  sdpa_uid::o,  sdpa_uid::scale,       sdpa_uid::stats,
+                    sdpa_uid::d_o, sdpa_uid::dq, sdpa_uid::dk, sdpa_uid::dv, sdpa_uid::softmax_sum, sdpa_uid::dq_accum};
+      for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);
+      if (lengths) {
+        plan->uids.insert(plan->uids.end(), {sdpa_uid::seq_len_q, sdpa_uid::seq_len_kv});
+        plan->sequences.seq_len_q = upload_int32(lengths_of(s, true));
+        plan->sequences.seq_len_kv = upload_int32(lengths_of(s, false));
+      }
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (diagnostics().verbose) log_plan(label, *plan, ms);
+      return plan;
+    }
+    const std::string message = fmt::format(
+        "cuDNN {} built no backward execution plan for {} (graphs tried, best first):\n{}"
+        "(CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr shows why heuristics dropped candidates)",
+        cudnn_runtime_description(), label, tried);
+    if (malformed) throw GpuCallError(message);
+    throw BackendUnsupportedError(message);
   }
 
   // The per-sequence inputs, in the order build_plan() listed their uids.
@@ -294,6 +407,7 @@ class CudnnBackend final : public AttentionBackend {
       }
       plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
       plan->uids = {sdpa_uid::q, sdpa_uid::k, sdpa_uid::v, sdpa_uid::o, sdpa_uid::scale};
+      if (problem.is_backward()) plan->uids.push_back(sdpa_uid::stats);
       for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);
       if (sdpa_per_sequence(problem)) {
         const std::vector<std::int64_t> more = sequence_uids(problem.shape, variant.packed_kv_as_pages);
@@ -343,6 +457,7 @@ class CudnnBackend final : public AttentionBackend {
 
   std::unique_ptr<CudnnHandle> handle_;  // declared first: destroyed after every plan made with it
   std::map<PlanKey, std::unique_ptr<CudnnPlan>> plans_;
+  std::map<PlanKey, std::unique_ptr<CudnnPlan>> backward_plans_;
   cudaStream_t bound_stream_ = nullptr;
   bool stream_bound_ = false;
   bool check_band_surface_ = true;

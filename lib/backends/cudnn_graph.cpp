@@ -77,6 +77,8 @@ std::string_view attribute_name(cudnnBackendAttributeName_t name) {
     case CUDNN_ATTR_OPERATION_REDUCTION_XDESC: return "CUDNN_ATTR_OPERATION_REDUCTION_XDESC";
     case CUDNN_ATTR_OPERATION_REDUCTION_YDESC: return "CUDNN_ATTR_OPERATION_REDUCTION_YDESC";
     case CUDNN_ATTR_OPERATION_REDUCTION_DESC: return "CUDNN_ATTR_OPERATION_REDUCTION_DESC";
+    case CUDNN_ATTR_OPERATION_RESHAPE_XDESC: return "CUDNN_ATTR_OPERATION_RESHAPE_XDESC";
+    case CUDNN_ATTR_OPERATION_RESHAPE_YDESC: return "CUDNN_ATTR_OPERATION_RESHAPE_YDESC";
     case CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC: return "CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC";
     case CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC: return "CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC";
     case CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC: return "CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC";
@@ -104,6 +106,7 @@ std::string_view descriptor_type_name(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR: return "OPERATION_REDUCTION";
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR: return "OPERATION_SDPA_FWD";
     case CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR: return "OPERATION_PAGED_CACHE_LOAD";
+    case CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR: return "OPERATION_RESHAPE";
     default: return "descriptor";
   }
 }
@@ -273,6 +276,14 @@ void OperationGraphBuilder::reduction(std::string_view name, cudnnReduceTensorOp
   op.set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_DESC, desc.get());
   op.finalize();
   own(std::move(desc));
+  operations_.push_back(own(std::move(op)).get());
+}
+
+void OperationGraphBuilder::reshape(std::string_view name, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+  BackendDescriptor op(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, fmt::format("reshape op {}", name));
+  op.set_descriptor(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
+  op.set_descriptor(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
+  op.finalize();
   operations_.push_back(own(std::move(op)).get());
 }
 

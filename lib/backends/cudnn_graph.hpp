@@ -139,6 +139,8 @@ class OperationGraphBuilder {
   // y = reduce(x) over the dimensions where y has extent 1.
   void reduction(std::string_view name, cudnnReduceTensorOp_t op, cudnnBackendDescriptor_t x,
                  cudnnBackendDescriptor_t y);
+  // y = x seen with y's dims and strides (no data moves: a transposed view between fused operations).
+  void reshape(std::string_view name, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
   // cuDNN 9.13.1+'s fused SDPA forward operation (no stats output).
   void sdpa_forward(std::string_view name, cudnnBackendDescriptor_t q, cudnnBackendDescriptor_t k,
                     cudnnBackendDescriptor_t v, cudnnBackendDescriptor_t o, cudnnBackendDescriptor_t scale);

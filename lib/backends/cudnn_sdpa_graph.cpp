@@ -62,7 +62,7 @@ struct SdpaTensors {
 // is h * d, and the ragged offset tensor says where each sequence starts. A paged K or V is a
 // PAGED_CACHE_LOAD from the cache container into a virtual tensor of the dense shape.
 SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem& p, bool k_transposed,
-                           bool packed_kv_as_pages) {
+                           bool packed_kv_as_pages, bool with_lengths = false) {
   const AttentionShape& s = p.shape;
   const std::int64_t b = s.batch, h = s.heads, h_kv = s.kv_heads(), sq = s.seq_q, skv = s.seq_kv, d = s.head_dim;
   const cudnnDataType_t io = io_data_type(p.dtype);
@@ -70,7 +70,7 @@ SdpaTensors add_io_tensors(OperationGraphBuilder& graph, const AttentionProblem&
     return graph.tensor({name, uid, CUDNN_DATA_INT32, {count, 1, 1, 1}, {1, 1, 1, 1}});
   };
   SdpaTensors t{};
-  if (sdpa_per_sequence(p)) {
+  if (sdpa_per_sequence(p) || with_lengths) {
     t.seq_len_q = index_tensor("seq_len_q", sdpa_uid::seq_len_q, b);
     t.seq_len_kv = index_tensor("seq_len_kv", sdpa_uid::seq_len_kv, b);
   }
@@ -123,128 +123,163 @@ void add_native(OperationGraphBuilder& graph, const AttentionProblem& p) {
   graph.sdpa_forward("sdpa", t.q, t.k, t.v, t.o, t.scale);
 }
 
-// bmm1 -> scale -> [band mask] -> softmax (max, sub, exp, sum, div, plus the log-sum-exp stats
-// the flash pattern carries even when nobody reads them) -> bmm2. Intermediates are virtual
-// fp32, except the mask's index/boolean tensors and the probabilities, which bmm2 takes in the
-// I/O type; this is the order and typing cuDNN-frontend's composite SDPA node emits.
-std::vector<ByValueScalar> add_composite(OperationGraphBuilder& graph, const AttentionProblem& p,
-                                         const SdpaGraphVariant& variant) {
-  const AttentionShape& s = p.shape;
-  const std::int64_t b = s.batch, h = s.heads, sq = s.seq_q, skv = s.seq_kv;
-  const SdpaTensors t = add_io_tensors(graph, p, /*k_transposed=*/true, variant.packed_kv_as_pages);
+// The parts both composite graphs share: tensor factories over the score matrix, by-value
+// constants, and the masks as cuDNN-frontend lowers them.
+class ScoreGraph {
+ public:
+  ScoreGraph(OperationGraphBuilder& graph, const AttentionProblem& p, const SdpaGraphVariant& variant,
+             const SdpaTensors& t)
+      : graph_(graph), p_(p), variant_(variant), t_(t) {}
 
-  std::int64_t next_uid = 100;
-  auto scores = [&](const char* name, cudnnDataType_t type) {
-    return graph.tensor({name, next_uid++, type, {b, h, sq, skv}, packed_strides(h, sq, skv), true});
-  };
-  auto row_stat = [&](const char* name) {
-    return graph.tensor({name, next_uid++, CUDNN_DATA_FLOAT, {b, h, sq, 1}, {h * sq, sq, 1, 1}, true});
-  };
-  std::vector<ByValueScalar> constants;
-  auto constant = [&](const char* name, ByValueScalar value) {
-    value.uid = sdpa_uid::first_constant + static_cast<std::int64_t>(constants.size());
-    constants.push_back(value);
-    return graph.tensor({name, value.uid, value.data_type, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true});
-  };
-  auto int32_constant = [&](const char* name, int value) {
+  // A virtual [b, h, s_q, s_kv] tensor.
+  cudnnBackendDescriptor_t scores(const char* name, cudnnDataType_t type) {
+    const AttentionShape& s = p_.shape;
+    return graph_.tensor({name, next_uid_++, type, {s.batch, s.heads, s.seq_q, s.seq_kv},
+                          packed_strides(s.heads, s.seq_q, s.seq_kv), true});
+  }
+  // A [b, h, s_q, 1] fp32 tensor: virtual, or bound under `uid` when given.
+  cudnnBackendDescriptor_t row_stat(const char* name, std::int64_t uid = 0) {
+    const std::int64_t h = p_.shape.heads, sq = p_.shape.seq_q;
+    return graph_.tensor({name, uid != 0 ? uid : next_uid_++, CUDNN_DATA_FLOAT, {p_.shape.batch, h, sq, 1},
+                          {h * sq, sq, 1, 1}, uid == 0});
+  }
+  // Any other virtual intermediate.
+  cudnnBackendDescriptor_t virtual_tensor(const char* name, cudnnDataType_t type, Dims dims, Dims strides) {
+    return graph_.tensor({name, next_uid_++, type, std::move(dims), std::move(strides), true});
+  }
+  cudnnBackendDescriptor_t int32_constant(const char* name, int value) {
     return constant(name, {.data_type = CUDNN_DATA_INT32, .as_int32 = static_cast<std::int32_t>(value)});
-  };
-  auto float_constant = [&](const char* name, float value) {
+  }
+  cudnnBackendDescriptor_t float_constant(const char* name, float value) {
     return constant(name, {.data_type = CUDNN_DATA_FLOAT, .as_float = value});
-  };
+  }
+  std::vector<ByValueScalar> take_constants() { return std::move(constants_); }
 
-  const auto s_raw = scores("S", CUDNN_DATA_FLOAT);
-  // With per-sequence lengths each batch entry's GEMMs stop at its own q_len x kv_len.
-  graph.matmul("bmm1 Q.K^T", t.q, t.k, s_raw, {.m = t.seq_len_q, .n = t.seq_len_kv});
-  const auto s_scaled = scores("S*scale", CUDNN_DATA_FLOAT);
-  graph.pointwise("attn_scale", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s_raw, t.scale, nullptr, s_scaled);
-  auto logits = s_scaled;
+  // Keep (i, j) when i < q_len(b) and j < kv_len(b): the [b, 1, 1, 1] lengths broadcast over
+  // heads, rows and keys. Only where the graph has lengths.
+  cudnnBackendDescriptor_t padding_mask(cudnnBackendDescriptor_t logits) {
+    if (t_.seq_len_q == nullptr) return logits;
+    const auto row = gen_index(logits, "row_index (padding)", 2, CUDNN_DATA_INT32);
+    const auto col = gen_index(logits, "col_index (padding)", 3, CUDNN_DATA_INT32);
+    const auto row_in = scores("row<seq_len_q", CUDNN_DATA_BOOLEAN);
+    graph_.pointwise("row_lt_seq_len_q", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, row, t_.seq_len_q, nullptr,
+                     row_in);
+    const auto col_in = scores("col<seq_len_kv", CUDNN_DATA_BOOLEAN);
+    graph_.pointwise("col_lt_seq_len_kv", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, t_.seq_len_kv, nullptr,
+                     col_in);
+    const auto keep = scores("inside", CUDNN_DATA_BOOLEAN);
+    graph_.pointwise("padding_and", CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_in, col_in, nullptr, keep);
+    return select(logits, "S_padded", keep);
+  }
 
   // Each side of the band as cudnn-frontend's composite diagonal-band node lowers it (the shape
   // the fusion engines recognise): its own row and column GEN_INDEX over the scores, the row
   // (right side) or the column (left side) shifted by by-value constants (the row by each
   // sequence's own lengths when they are given), one comparison, and
   // BINARY_SELECT(keep ? S : -inf). Right side first, as the frontend orders them.
-  const SdpaBand band = sdpa_band(p);
-  auto gen_index = [&](const char* name, std::int64_t axis, cudnnDataType_t compute) {
-    const auto index = scores(name, CUDNN_DATA_INT32);
-    graph.pointwise(name, CUDNN_POINTWISE_GEN_INDEX, compute, logits, nullptr, nullptr, index, axis);
-    return index;
-  };
-  auto select = [&](const char* name, cudnnBackendDescriptor_t keep) {
-    const auto minus_inf = float_constant("-inf", -std::numeric_limits<float>::infinity());
-    const auto masked = scores(name, CUDNN_DATA_FLOAT);
-    // BINARY_SELECT: y = t ? x : b.
-    graph.pointwise(name, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, logits, minus_inf, keep, masked);
-    logits = masked;
-  };
-  if (t.seq_len_q != nullptr) {
-    // Padding mask, before the band (cudnn-frontend's order): keep (i, j) when i < q_len(b) and
-    // j < kv_len(b); the [b, 1, 1, 1] lengths broadcast over heads, rows and keys.
-    const auto row = gen_index("row_index (padding)", 2, CUDNN_DATA_INT32);
-    const auto col = gen_index("col_index (padding)", 3, CUDNN_DATA_INT32);
-    const auto row_in = scores("row<seq_len_q", CUDNN_DATA_BOOLEAN);
-    graph.pointwise("row_lt_seq_len_q", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, row, t.seq_len_q, nullptr, row_in);
-    const auto col_in = scores("col<seq_len_kv", CUDNN_DATA_BOOLEAN);
-    graph.pointwise("col_lt_seq_len_kv", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, t.seq_len_kv, nullptr,
-                    col_in);
-    const auto keep = scores("inside", CUDNN_DATA_BOOLEAN);
-    graph.pointwise("padding_and", CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_in, col_in, nullptr, keep);
-    select("S_padded", keep);
-  }
-  if (band.right_bound) {
-    // Keep key j of row i when i [+ s_kv - s_q] [+ right] >= j.
-    auto row = gen_index("row_index", 2, variant.gen_index_compute);
-    const auto col = gen_index("col_index", 3, variant.gen_index_compute);
-    auto shift_row = [&](const char* name, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t by) {
-      const auto shifted = scores(name, CUDNN_DATA_INT32);
-      graph.pointwise(name, mode, CUDNN_DATA_INT32, row, by, nullptr, shifted);
-      row = shifted;
-    };
-    if (band.bottom_right && t.seq_len_q != nullptr) {
-      // Each sequence's own diagonal: row + kv_len(b) - q_len(b).
-      shift_row("row+seq_len_kv", CUDNN_POINTWISE_ADD, t.seq_len_kv);
-      shift_row("row+seq_len_kv-seq_len_q", CUDNN_POINTWISE_SUB, t.seq_len_q);
-    } else if (band.bottom_right) {
-      shift_row("row+s_kv", CUDNN_POINTWISE_ADD, int32_constant("s_kv", s.seq_kv));
-      shift_row("row+s_kv-s_q", CUDNN_POINTWISE_SUB, int32_constant("s_q", s.seq_q));
+  cudnnBackendDescriptor_t band_mask(cudnnBackendDescriptor_t logits) {
+    const SdpaBand band = sdpa_band(p_);
+    const AttentionShape& s = p_.shape;
+    if (band.right_bound) {
+      // Keep key j of row i when i [+ s_kv - s_q] [+ right] >= j.
+      auto row = gen_index(logits, "row_index", 2, variant_.gen_index_compute);
+      const auto col = gen_index(logits, "col_index", 3, variant_.gen_index_compute);
+      auto shift_row = [&](const char* name, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t by) {
+        const auto shifted = scores(name, CUDNN_DATA_INT32);
+        graph_.pointwise(name, mode, CUDNN_DATA_INT32, row, by, nullptr, shifted);
+        row = shifted;
+      };
+      if (band.bottom_right && t_.seq_len_q != nullptr && sdpa_per_sequence(p_)) {
+        // Each sequence's own diagonal: row + kv_len(b) - q_len(b).
+        shift_row("row+seq_len_kv", CUDNN_POINTWISE_ADD, t_.seq_len_kv);
+        shift_row("row+seq_len_kv-seq_len_q", CUDNN_POINTWISE_SUB, t_.seq_len_q);
+      } else if (band.bottom_right) {
+        shift_row("row+s_kv", CUDNN_POINTWISE_ADD, int32_constant("s_kv", s.seq_kv));
+        shift_row("row+s_kv-s_q", CUDNN_POINTWISE_SUB, int32_constant("s_q", s.seq_q));
+      }
+      if (*band.right_bound != 0)
+        shift_row("row+right_bound", CUDNN_POINTWISE_ADD, int32_constant("right_bound", *band.right_bound));
+      const auto keep = scores("row>=col", CUDNN_DATA_BOOLEAN);
+      graph_.pointwise("row_ge_col", CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, col, nullptr, keep);
+      logits = select(logits, "S_masked_right", keep);
     }
-    if (*band.right_bound != 0)
-      shift_row("row+right_bound", CUDNN_POINTWISE_ADD, int32_constant("right_bound", *band.right_bound));
-    const auto keep = scores("row>=col", CUDNN_DATA_BOOLEAN);
-    graph.pointwise("row_ge_col", CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, col, nullptr, keep);
-    select("S_masked_right", keep);
-  }
-  if (band.left_bound) {
-    // Keep key j of row i when j + left_bound [- (s_kv - s_q)] > i; with fixed lengths one fp32
-    // constant carries both terms (cudnn-frontend's form).
-    const auto row = gen_index("row_index (left)", 2, variant.gen_index_compute);
-    const auto col = gen_index("col_index (left)", 3, variant.gen_index_compute);
-    const auto shifted = scores("col+left_bound", CUDNN_DATA_FLOAT);
-    const auto bound = float_constant("left_bound", static_cast<float>(*band.left_bound - band.shift));
-    graph.pointwise("col+left_bound", CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, col, bound, nullptr, shifted);
-    const auto keep = scores("col+left_bound>row", CUDNN_DATA_BOOLEAN);
-    graph.pointwise("col_gt_row", CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_BOOLEAN, shifted, row, nullptr, keep);
-    select("S_masked_left", keep);
+    if (band.left_bound) {
+      // Keep key j of row i when j + left_bound [- (s_kv - s_q)] > i; with fixed lengths one fp32
+      // constant carries both terms (cudnn-frontend's form).
+      const auto row = gen_index(logits, "row_index (left)", 2, variant_.gen_index_compute);
+      const auto col = gen_index(logits, "col_index (left)", 3, variant_.gen_index_compute);
+      const auto shifted = scores("col+left_bound", CUDNN_DATA_FLOAT);
+      const auto bound = float_constant("left_bound", static_cast<float>(*band.left_bound - band.shift));
+      graph_.pointwise("col+left_bound", CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, col, bound, nullptr, shifted);
+      const auto keep = scores("col+left_bound>row", CUDNN_DATA_BOOLEAN);
+      graph_.pointwise("col_gt_row", CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_BOOLEAN, shifted, row, nullptr, keep);
+      logits = select(logits, "S_masked_left", keep);
+    }
+    return logits;
   }
 
-  const auto row_max = row_stat("max");
+ private:
+  cudnnBackendDescriptor_t constant(const char* name, ByValueScalar value) {
+    value.uid = sdpa_uid::first_constant + static_cast<std::int64_t>(constants_.size());
+    constants_.push_back(value);
+    return graph_.tensor({name, value.uid, value.data_type, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true});
+  }
+  cudnnBackendDescriptor_t gen_index(cudnnBackendDescriptor_t over, const char* name, std::int64_t axis,
+                                     cudnnDataType_t compute) {
+    const auto index = scores(name, CUDNN_DATA_INT32);
+    graph_.pointwise(name, CUDNN_POINTWISE_GEN_INDEX, compute, over, nullptr, nullptr, index, axis);
+    return index;
+  }
+  // BINARY_SELECT: y = keep ? logits : -inf.
+  cudnnBackendDescriptor_t select(cudnnBackendDescriptor_t logits, const char* name, cudnnBackendDescriptor_t keep) {
+    const auto minus_inf = float_constant("-inf", -std::numeric_limits<float>::infinity());
+    const auto masked = scores(name, CUDNN_DATA_FLOAT);
+    graph_.pointwise(name, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, logits, minus_inf, keep, masked);
+    return masked;
+  }
+
+  OperationGraphBuilder& graph_;
+  const AttentionProblem& p_;
+  const SdpaGraphVariant& variant_;
+  const SdpaTensors& t_;
+  std::int64_t next_uid_ = 100;
+  std::vector<ByValueScalar> constants_;
+};
+
+// bmm1 -> scale -> [padding mask] -> [band mask] -> softmax (max, sub, exp, sum, div, plus the
+// log-sum-exp stats the flash pattern carries even when nobody reads them; bound under
+// sdpa_uid::stats when `write_stats`) -> bmm2. Intermediates are virtual fp32, except the mask's
+// index/boolean tensors and the probabilities, which bmm2 takes in the I/O type; this is the
+// order and typing cuDNN-frontend's composite SDPA node emits.
+std::vector<ByValueScalar> add_composite(OperationGraphBuilder& graph, const AttentionProblem& p,
+                                         const SdpaGraphVariant& variant, bool write_stats) {
+  const SdpaTensors t = add_io_tensors(graph, p, /*k_transposed=*/true, variant.packed_kv_as_pages);
+  ScoreGraph g(graph, p, variant, t);
+
+  const auto s_raw = g.scores("S", CUDNN_DATA_FLOAT);
+  // With per-sequence lengths each batch entry's GEMMs stop at its own q_len x kv_len.
+  graph.matmul("bmm1 Q.K^T", t.q, t.k, s_raw, {.m = t.seq_len_q, .n = t.seq_len_kv});
+  const auto s_scaled = g.scores("S*scale", CUDNN_DATA_FLOAT);
+  graph.pointwise("attn_scale", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s_raw, t.scale, nullptr, s_scaled);
+  const auto logits = g.band_mask(g.padding_mask(s_scaled));
+
+  const auto row_max = g.row_stat("max");
   graph.reduction("softmax max", CUDNN_REDUCE_TENSOR_MAX, logits, row_max);
-  const auto shifted = scores("S-max", CUDNN_DATA_FLOAT);
+  const auto shifted = g.scores("S-max", CUDNN_DATA_FLOAT);
   graph.pointwise("softmax sub", CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, logits, row_max, nullptr, shifted);
-  const auto exps = scores("exp(S-max)", CUDNN_DATA_FLOAT);
+  const auto exps = g.scores("exp(S-max)", CUDNN_DATA_FLOAT);
   graph.pointwise("softmax exp", CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, shifted, nullptr, nullptr, exps);
-  const auto row_sum = row_stat("sum_exp");
+  const auto row_sum = g.row_stat("sum_exp");
   graph.reduction("softmax sum", CUDNN_REDUCE_TENSOR_ADD, exps, row_sum);
-  const auto log_sum = row_stat("log(sum_exp)");
+  const auto log_sum = g.row_stat("log(sum_exp)");
   graph.pointwise("stats log", CUDNN_POINTWISE_LOG, CUDNN_DATA_FLOAT, row_sum, nullptr, nullptr, log_sum);
-  const auto stats = row_stat("stats");
+  const auto stats = g.row_stat("stats", write_stats ? sdpa_uid::stats : 0);
   graph.pointwise("stats add", CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, row_max, log_sum, nullptr, stats);
-  const auto probs = scores("P", io_data_type(p.dtype));
+  const auto probs = g.scores("P", io_data_type(p.dtype));
   graph.pointwise("softmax div", CUDNN_POINTWISE_DIV, CUDNN_DATA_FLOAT, exps, row_sum, nullptr, probs);
 
   graph.matmul("bmm2 P.V", probs, t.v, t.o, {.m = t.seq_len_q, .k = t.seq_len_kv});
-  return constants;
+  return g.take_constants();
 }
 
 // The limits of a ragged batch or a paged cache (a padding mask with per-sequence lengths).
@@ -436,7 +471,8 @@ std::vector<SdpaGraphVariant> sdpa_graph_variants(const AttentionProblem& proble
     variants.push_back({SdpaGraphKind::composite, CUDNN_DATA_FLOAT});
     return variants;
   }
-  if (cudnn_version >= kNativeSdpaMinVersion) variants.push_back({SdpaGraphKind::native_op});
+  // The native op is wired without its stats output, which a backward problem's forward must write.
+  if (cudnn_version >= kNativeSdpaMinVersion && !problem.is_backward()) variants.push_back({SdpaGraphKind::native_op});
   variants.push_back({SdpaGraphKind::composite});
   return variants;
 }
@@ -447,7 +483,100 @@ std::vector<ByValueScalar> add_sdpa_forward(OperationGraphBuilder& graph, const 
     add_native(graph, problem);
     return {};
   }
-  return add_composite(graph, problem, variant);
+  return add_composite(graph, problem, variant, problem.is_backward());
+}
+
+bool sdpa_backward_needs_lengths(const AttentionProblem& p, std::size_t version) {
+  return p.shape.seq_kv % 128 != 0 && version <= 91500;
+}
+
+Unsupported sdpa_backward_unsupported(const AttentionProblem& p, std::size_t version) {
+  if (sdpa_per_sequence(p)) return std::string("cudnn's backward is wired for dense batches only");
+  if (p.window.bounded()) return std::string("cudnn's backward is not wired for sliding windows here");
+  if (version < kSdpaBackwardMinVersion)
+    return needs_version(kSdpaBackwardMinVersion,
+                         "the SDPA backward graph as built here (the library zeroes its fp32 dQ accumulator itself "
+                         "from 9.6.0; 9.10.0 and 9.10.1 have known backward bugs)",
+                         version);
+  if (p.shape.seq_q == 1 && p.shape.seq_kv == 1) return std::string("seq_q = seq_kv = 1 has no cuDNN backward");
+  return std::nullopt;
+}
+
+std::vector<ByValueScalar> add_sdpa_backward(OperationGraphBuilder& graph, const AttentionProblem& p,
+                                             const SdpaGraphVariant& variant, std::size_t version) {
+  const AttentionShape& s = p.shape;
+  const std::int64_t b = s.batch, h = s.heads, h_kv = s.kv_heads(), sq = s.seq_q, skv = s.seq_kv, d = s.head_dim;
+  const cudnnDataType_t io = io_data_type(p.dtype);
+  // Q, O as stored; K and V as their transposed views [b, h_kv, d, s_kv] (Q.K^T and dO.V^T).
+  const SdpaTensors t = add_io_tensors(graph, p, /*k_transposed=*/true, /*packed_kv_as_pages=*/false,
+                                       sdpa_backward_needs_lengths(p, version));
+  ScoreGraph g(graph, p, variant, t);
+  const MatmulOverrides rows_by_keys = {.m = t.seq_len_q, .n = t.seq_len_kv};
+  const MatmulOverrides keys_by_rows = {.m = t.seq_len_kv, .k = t.seq_len_q};
+  const auto v_t = graph.tensor({"V^T", sdpa_uid::v, io, {b, h_kv, d, skv}, {h_kv * skv * d, skv * d, 1, d}});
+  const auto d_o = graph.tensor({"dO", sdpa_uid::d_o, io, {b, h, sq, d}, packed_strides(h, sq, d)});
+  const auto stats = g.row_stat("stats", sdpa_uid::stats);
+  const auto dq = graph.tensor({"dQ", sdpa_uid::dq, io, {b, h, sq, d}, packed_strides(h, sq, d)});
+  const auto dk = graph.tensor({"dK", sdpa_uid::dk, io, {b, h_kv, skv, d}, packed_strides(h_kv, skv, d)});
+  const auto dv = graph.tensor({"dV", sdpa_uid::dv, io, {b, h_kv, skv, d}, packed_strides(h_kv, skv, d)});
+
+  // D = rowsum(dO o O), kept in memory (softmax_sum) for the dS step.
+  const auto do_o = g.virtual_tensor("dO*O", CUDNN_DATA_FLOAT, {b, h, sq, d}, {h * sq * d, sq * d, h * d, 1});
+  graph.pointwise("mul_dO_O", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, d_o, t.o, nullptr, do_o);
+  const auto row_dot = g.row_stat("rowsum(dO*O)");
+  graph.reduction("reduce_dO_O", CUDNN_REDUCE_TENSOR_ADD, do_o, row_dot);
+  const auto softmax_sum = g.row_stat("softmax_sum", sdpa_uid::softmax_sum);
+  graph.pointwise("scale_dropout_inv", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, row_dot, g.float_constant("one", 1.f),
+                  nullptr, softmax_sum);
+
+  // P = exp(scale * Q.K^T [masked] - stats), recomputed.
+  const auto s_raw = g.scores("S", CUDNN_DATA_FLOAT);
+  graph.matmul("matmul_Q_KT", t.q, t.k, s_raw, rows_by_keys);
+  const auto s_scaled = g.scores("S*scale", CUDNN_DATA_FLOAT);
+  graph.pointwise("mul_s_attn_scale", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s_raw, t.scale, nullptr, s_scaled);
+  const auto padded = g.padding_mask(s_scaled);
+  const auto centred = g.scores("S-stats", CUDNN_DATA_FLOAT);
+  graph.pointwise("sub_s_m", CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, padded, stats, nullptr, centred);
+  const auto masked = g.band_mask(centred);
+  const auto probs = g.scores("P", CUDNN_DATA_FLOAT);
+  graph.pointwise("exp_s", CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, masked, nullptr, nullptr, probs);
+
+  // dV = P^T.dO (summed over each K/V head's query heads when grouped).
+  const Dims transposed_scores = {h * sq * skv, sq * skv, 1, skv};
+  const auto probs_t = g.virtual_tensor("P^T", io, {b, h, skv, sq}, transposed_scores);
+  graph.reshape("reshape_p", probs, probs_t);
+  auto per_head_sum = [&](const char* name, const char* matmul_name, cudnnBackendDescriptor_t a,
+                          cudnnBackendDescriptor_t bt, cudnnBackendDescriptor_t out) {
+    if (h == h_kv) return graph.matmul(matmul_name, a, bt, out, keys_by_rows);
+    const auto full = g.virtual_tensor(name, io, {b, h, skv, d}, packed_strides(h, skv, d));
+    graph.matmul(matmul_name, a, bt, full, keys_by_rows);
+    graph.reduction(fmt::format("reduce {}", name), CUDNN_REDUCE_TENSOR_ADD, full, out);
+  };
+  per_head_sum("dV per query head", "matmul_pT_dO", probs_t, d_o, dv);
+
+  // dS = P o (dO.V^T - D) * scale.
+  const auto dp = g.scores("dP", CUDNN_DATA_FLOAT);
+  graph.matmul("matmul_dO_VT", d_o, v_t, dp, rows_by_keys);
+  const auto dp_centred = g.scores("dP-D", CUDNN_DATA_FLOAT);
+  graph.pointwise("sub_dP_softmax_sum", CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, dp, softmax_sum, nullptr, dp_centred);
+  const auto ds_unscaled = g.scores("P*(dP-D)", CUDNN_DATA_FLOAT);
+  graph.pointwise("mul_dP_exp_s", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, dp_centred, probs, nullptr, ds_unscaled);
+  const auto ds = g.scores("dS", CUDNN_DATA_FLOAT);
+  graph.pointwise("mul_dS_attn_scale", CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, ds_unscaled, t.scale, nullptr, ds);
+
+  // dK = dS^T.Q (summed over the group when grouped).
+  const auto ds_t = g.virtual_tensor("dS^T", io, {b, h, skv, sq}, transposed_scores);
+  graph.reshape("reshape_dS", ds, ds_t);
+  per_head_sum("dK per query head", "matmul_dST_Q", ds_t, t.q, dk);
+
+  // dQ = dS.K, accumulated in fp32 in memory (dq_accum), then converted.
+  const auto k_view = g.virtual_tensor("K", io, {b, h_kv, skv, d}, packed_strides(h_kv, skv, d));
+  graph.reshape("reshape_k", t.k, k_view);
+  const auto dq_accum = graph.tensor({"dQ accumulator", sdpa_uid::dq_accum, CUDNN_DATA_FLOAT, {b, h, sq, d},
+                                      packed_strides(h, sq, d)});
+  graph.matmul("matmul_dS_K", ds, k_view, dq_accum, {.m = t.seq_len_q, .k = t.seq_len_kv});
+  graph.pointwise("identity_dQ", CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, dq_accum, nullptr, nullptr, dq);
+  return g.take_constants();
 }
 
 }  // namespace attnprof

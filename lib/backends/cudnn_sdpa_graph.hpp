@@ -97,7 +97,16 @@ inline constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, scale = 5, first_const
 // Per-sequence inputs (device int32): lengths, the block table, ragged offsets of Q, K, V, O.
 inline constexpr std::int64_t seq_len_q = 6, seq_len_kv = 7, page_table = 8;
 inline constexpr std::int64_t ragged_q = 40, ragged_k = 41, ragged_v = 42, ragged_o = 43;
+// The backward's: the forward's logsumexp ("stats", [batch, heads, seq_q, 1] fp32, written by a
+// backward problem's forward), dO, the gradients, and two fp32 buffers the graph keeps in memory
+// (cuDNN-frontend places them in its workspace): D = rowsum(dO o O) and the dQ accumulator.
+inline constexpr std::int64_t stats = 30, d_o = 31, dq = 32, dk = 33, dv = 34, softmax_sum = 35, dq_accum = 36;
 }
+
+// The oldest cuDNN the backward graph here is built for: from 9.6.0 the library zeroes the fp32
+// dQ accumulator itself (before, the caller had to), 9.10.0 and 9.10.1 have known backward bugs
+// (cudnn-frontend refuses them), and 9.10.2 needs no second padding select after the stats.
+inline constexpr std::size_t kSdpaBackwardMinVersion = 91002;
 
 // Versions of the per-sequence features (cudnn-frontend's support surface and release notes):
 // paged caches (PAGED_CACHE_LOAD) from 9.5.0; a paged cache with packed (ragged) queries from 9.7.0;
@@ -131,7 +140,26 @@ struct ByValueScalar {
 
 // Adds the variant's tensors and finalized operations to `graph` (which is not yet built).
 // Returns the by-value constants it reads besides q, k, v, o and scale, to bind at execution.
+// A backward problem's forward also writes the logsumexp (sdpa_uid::stats).
 std::vector<ByValueScalar> add_sdpa_forward(OperationGraphBuilder& graph, const AttentionProblem& problem,
                                             const SdpaGraphVariant& variant);
+
+// Why cuDNN `version` cannot run this problem's backward through the graph below (after
+// sdpa_unsupported has passed it); nullopt when it can.
+Unsupported sdpa_backward_unsupported(const AttentionProblem& problem, std::size_t version);
+
+// Up to 9.15, cudnn-frontend gives the backward of a problem whose seq_kv is not a multiple of
+// 128 a padding mask with the full lengths (a known-bug workaround); so does this graph, and the
+// lengths (seq_len_q/seq_len_kv uids, [batch] int32 of seq_q and seq_kv) are bound at execution.
+bool sdpa_backward_needs_lengths(const AttentionProblem& problem, std::size_t version);
+
+// cuDNN-frontend's composite SDPA backward, for dense problems (a variant's composite mask):
+// D = rowsum(dO o O) into softmax_sum; P = exp(scale Q.K^T [padding] - stats [band]); dV = P^T.dO;
+// dS = P o (dO.V^T - D) * scale; dK = dS^T.Q; dQ = dS.K through the fp32 dq_accum. Grouped heads
+// compute dK and dV per query head and sum them per K/V head. Binds q, k (as K^T), v (as V^T),
+// o, scale, stats, d_o, dq, dk, dv, softmax_sum, dq_accum (and the lengths when
+// sdpa_backward_needs_lengths); returns the by-value constants.
+std::vector<ByValueScalar> add_sdpa_backward(OperationGraphBuilder& graph, const AttentionProblem& problem,
+                                             const SdpaGraphVariant& variant, std::size_t version);
 
 }  // namespace attnprof

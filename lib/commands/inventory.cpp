@@ -122,6 +122,14 @@ int backends_command(const BackendsRequest& o) {
       }
     }
     std::cout << fmt::format("{:<20} workloads: {}\n", "", runs.empty() ? "dense MHA only" : fmt::format("{}", fmt::join(runs, ", ")));
+    // The backward (passes: ["backward"]), probed on a dense bf16 d128 causal problem.
+    AttentionProblem backward;
+    backward.shape = {1, 32, 96, 160, 128, 8};
+    set_causal_mode(backward, CausalMode::top_left);
+    backward.pass = AttentionPass::backward;
+    const Unsupported no_backward = backend->check_problem(backward) ? backend->check_problem(backward)
+                                                                     : backend->check_backward(backward);
+    std::cout << fmt::format("{:<20} backward: {}\n", "", no_backward ? "no (" + *no_backward + ")" : "yes");
     for (const std::string& why : reasons) std::cout << fmt::format("{:<20} rejects: {}\n", "", why);
     std::cout << "\n";
   }

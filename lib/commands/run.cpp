@@ -18,6 +18,7 @@
 #include "gpu/device_info.hpp"
 #include "html/html_report.hpp"
 #include "runner/sweep.hpp"
+#include "summary/findings.hpp"
 #include "summary/provenance.hpp"
 #include "summary/render.hpp"
 #include "summary/roofline.hpp"
@@ -30,7 +31,8 @@ namespace {
 constexpr const char* kEmbeddedSource = "<embedded configs/default.json>";
 
 // The config, or with --shape the config's settings around that one shape (its causal word and
-// dtype, when given, replace the config's).
+// dtype, when given, replace the config's); --passes replaces its "passes" and is validated as
+// that field is (a config error naming /passes).
 Config load_run_config(const RunRequest& r) {
   const std::vector<std::string> known = accepted_backend_names();
   Config config = r.config_path.empty() ? parse_config(embedded_default_config(), kEmbeddedSource, known)
@@ -39,6 +41,12 @@ Config load_run_config(const RunRequest& r) {
     nlohmann::json document = config.document;
     document.update(shape_option_document(r.shape));
     config = parse_config(document.dump(), fmt::format("--shape {} (settings from {})", r.shape, config.source), known);
+  }
+  if (!r.passes.empty()) {
+    nlohmann::json document = config.document;
+    document["passes"] = r.passes;
+    config = parse_config(document.dump(),
+                          fmt::format("--passes {} (settings from {})", fmt::join(r.passes, ","), config.source), known);
   }
   if (r.iterations) config.iterations = *r.iterations;
   if (r.warmup) config.warmup = *r.warmup;
@@ -81,6 +89,7 @@ std::vector<std::string> worker_command(const RunRequest& r, const DeviceShare& 
   if (!r.config_path.empty()) argv.insert(argv.end(), {"--config", r.config_path});
   if (!r.shape.empty()) argv.insert(argv.end(), {"--shape", r.shape});
   if (!r.backends.empty()) argv.insert(argv.end(), {"--backends", fmt::format("{}", fmt::join(r.backends, ","))});
+  if (!r.passes.empty()) argv.insert(argv.end(), {"--passes", fmt::format("{}", fmt::join(r.passes, ","))});
   if (!r.metrics.empty()) argv.insert(argv.end(), {"--metrics", fmt::format("{}", fmt::join(r.metrics, ","))});
   if (r.iterations) argv.insert(argv.end(), {"--iterations", std::to_string(*r.iterations)});
   if (r.warmup) argv.insert(argv.end(), {"--warmup", std::to_string(*r.warmup)});
@@ -180,6 +189,7 @@ RunOutcome run_sweep(const RunOptions& o) {
   summary.interrupted = sweep.interrupted();
   summary.capture = sweep.capture();
   place_on_roofline(summary);
+  add_run_findings(summary);
   Provenance provenance = Provenance::of("run", summary);
   provenance.config_source = o.config.source;
   provenance.config = o.config.document;

@@ -23,6 +23,7 @@ struct RunRequest {
   std::string shape;               // --shape: one shape (config's one-line form) instead of the config's
   std::string out_dir;             // empty: traces/<config>-<UTC time>
   std::vector<std::string> backends;
+  std::vector<std::string> passes;  // --passes forward,backward: instead of the config's "passes"
   std::string format = "table";
   bool wide = false;
   std::string trace_format;        // empty: the config's

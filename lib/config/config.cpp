@@ -16,6 +16,7 @@ namespace attnprof {
 
 using namespace config_fields;
 using config_sections::kDTypeNames;
+using config_sections::kPassNames;
 using config_sections::read_causal_mode;
 using config_sections::read_expectation;
 using config_sections::read_shape_spec;
@@ -24,8 +25,9 @@ using config_sections::same_case;
 namespace {
 
 const std::vector<std::string> kDocumentKeys = {"name",   "backends", "dtypes",     "causal",
-                                                "shapes", "warmup",   "iterations", "verify",
-                                                "seed",   "metrics",  "expect",     "trace_format"};
+                                                "passes", "shapes",   "warmup",     "iterations",
+                                                "verify", "seed",     "metrics",    "expect",
+                                                "trace_format"};
 const std::vector<std::string> kMetricNames = {"occupancy", "dram", "tensor"};
 
 constexpr IntegerRule kWarmupRule{0, 10000};
@@ -140,6 +142,19 @@ void read_causal(const json& document, Config& config, IssueList& issues) {
                                         issues, read_setting);
 }
 
+// "passes": ["forward"] (the default), ["backward"], or both in either order (sweep order).
+void read_passes(const json& document, Config& config, IssueList& issues) {
+  const json* passes = find_member(document, "passes");
+  if (!passes) return;  // keeps the default
+  const ElementReader<AttentionPass> read_pass = [&](const json& value,
+                                                     const std::string& pointer) -> std::optional<AttentionPass> {
+    const std::optional<std::string> name = read_choice(value, pointer, kPassNames, issues);
+    return name ? parse_pass(*name) : std::nullopt;
+  };
+  config.passes = read_list<AttentionPass>(*passes, "/passes", ListRule{"pass names (\"forward\", \"backward\")"},
+                                           issues, read_pass);
+}
+
 void read_shapes(const json& document, Config& config, IssueList& issues) {
   const json* shapes = find_member(document, "shapes");
   if (!shapes) {
@@ -214,6 +229,7 @@ Config read_document(const json& document, const std::vector<std::string>& known
   read_backends(document, known_backends, config, issues);
   read_dtypes(document, config, issues);
   read_causal(document, config, issues);
+  read_passes(document, config, issues);
   read_shapes(document, config, issues);
   read_metrics(document, config, issues);
   read_trace_format(document, config, issues);

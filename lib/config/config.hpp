@@ -31,6 +31,9 @@ struct Expectation {
   std::string backend;                    // "flash", "manual", "manual:in_place"
   std::optional<DType> dtype;
   std::optional<CausalMode> causal;      // false / true (top_left) / "top_left" / "bottom_right"
+  // "forward" or "backward"; a guess written without one is about the forward (the kernels of a
+  // backward are others).
+  AttentionPass pass = AttentionPass::forward;
   std::optional<AttentionShape> shape;
   std::optional<double> kernels_per_iter;
   std::optional<double> memcpy_per_iter;
@@ -49,6 +52,7 @@ struct Config {
   std::vector<std::string> backends;
   std::vector<DType> dtypes;
   std::vector<CausalMode> causal;
+  std::vector<AttentionPass> passes = {AttentionPass::forward};  // "forward", "backward", or both
   std::vector<ShapeSpec> shapes;
   int warmup = 3;
   int iterations = 20;

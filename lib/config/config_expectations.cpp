@@ -13,7 +13,7 @@ namespace {
 const std::vector<std::string> kCheckedKeys = {
     "kernels_per_iter",          "memcpy_per_iter",           "memset_per_iter", "max_registers",
     "min_theoretical_occupancy", "max_theoretical_occupancy", "launch_api"};
-const std::vector<std::string> kScopeKeys = {"backend", "dtype", "causal", "shape"};
+const std::vector<std::string> kScopeKeys = {"backend", "dtype", "causal", "pass", "shape"};
 
 constexpr NumberRule kCountRule{0, std::numeric_limits<double>::infinity(), "a non-negative number"};
 constexpr NumberRule kPercentRule{0, 100, "a percentage from 0 to 100"};
@@ -32,7 +32,7 @@ std::optional<double> read_optional_number(const json& object, const std::string
   return read_number(*value, child_pointer(pointer, key), rule, issues);
 }
 
-// backend, dtype, causal and shape: which cases the expectation is about.
+// backend, dtype, causal, pass and shape: which cases the expectation is about.
 void read_scope(const json& object, const std::string& pointer,
                 const std::vector<std::string>& known_backends, Expectation& expectation, IssueList& issues) {
   const std::string backend_pointer = child_pointer(pointer, "backend");
@@ -48,6 +48,10 @@ void read_scope(const json& object, const std::string& pointer,
   }
   if (const json* causal = find_member(object, "causal")) {
     expectation.causal = read_causal_mode(*causal, child_pointer(pointer, "causal"), issues);
+  }
+  if (const json* pass = find_member(object, "pass")) {
+    const std::optional<std::string> name = read_choice(*pass, child_pointer(pointer, "pass"), kPassNames, issues);
+    if (name) expectation.pass = parse_pass(*name).value_or(AttentionPass::forward);
   }
   if (const json* shape = find_member(object, "shape")) {
     expectation.shape = read_expected_shape(*shape, child_pointer(pointer, "shape"), issues);

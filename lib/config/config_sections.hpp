@@ -16,6 +16,8 @@ using nlohmann::json;
 
 // The names DType parses from; messages list them in this order.
 inline const std::vector<std::string> kDTypeNames = {"bf16", "fp16", "fp32"};
+// The names AttentionPass parses from.
+inline const std::vector<std::string> kPassNames = {"forward", "backward"};
 
 // The causal words: false, true (= "top_left"), "top_left", "bottom_right".
 std::optional<CausalMode> read_causal_mode(const json& value, const std::string& pointer, IssueList& issues);

@@ -26,15 +26,16 @@
 
 namespace attnprof {
 
-// Each input tensor of a case has its own stream of values.
-enum class InputTensor : std::uint32_t { q = 0, k = 1, v = 2, bias = 3 };
+// Each input tensor of a case has its own stream of values; grad_o is a backward case's upstream
+// gradient dO ([B, H, Sq, D], like q).
+enum class InputTensor : std::uint32_t { q = 0, k = 1, v = 2, bias = 3, grad_o = 4 };
 
 struct InputRange {
   float low;
   float high;
 };
 
-// q, k, v uniform in [-1, 1), bias in [-2, 2). Both are exact in float (every draw is
+// q, k, v (and dO) uniform in [-1, 1), bias in [-2, 2). Both are exact in float (every draw is
 // low + j * 2^-23 * width/2), so only the rounding to bf16/fp16 can reach `high`.
 constexpr InputRange input_range(InputTensor tensor) {
   return tensor == InputTensor::bias ? InputRange{-2.f, 2.f} : InputRange{-1.f, 1.f};

@@ -26,6 +26,16 @@ std::optional<DType> parse_dtype(std::string_view text) {
 
 int dtype_bytes(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
 
+std::string_view to_string(AttentionPass pass) { return pass == AttentionPass::backward ? "backward" : "forward"; }
+
+std::optional<AttentionPass> parse_pass(std::string_view text) {
+  if (text == "forward") return AttentionPass::forward;
+  if (text == "backward") return AttentionPass::backward;
+  return std::nullopt;
+}
+
+double pass_flop_factor(AttentionPass pass) { return pass == AttentionPass::backward ? 2.5 : 1.0; }
+
 float AttentionProblem::softmax_scale() const {
   return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(shape.head_dim));
 }
@@ -79,7 +89,7 @@ double attention_flops(const AttentionProblem& problem) {
   } else {
     for (int b = 0; b < s.batch; ++b) pairs += visible_pairs(problem, s.q_len(b), s.kv_len(b));
   }
-  return 4.0 * s.heads * s.head_dim * pairs;
+  return 4.0 * s.heads * s.head_dim * pairs * pass_flop_factor(problem.pass);
 }
 
 double attention_padded_flops(const AttentionProblem& problem) {
@@ -91,12 +101,15 @@ double attention_padded_flops(const AttentionProblem& problem) {
 
 double attention_min_bytes(const AttentionProblem& problem) {
   const AttentionShape& s = problem.shape;
-  const double q_and_o = 2.0 * static_cast<double>(s.total_q()) * s.heads * s.head_dim;
-  const double k_and_v = 2.0 * static_cast<double>(s.total_kv()) * s.kv_heads() * s.head_dim;
+  // Query-sized tensors: q, o (forward); q, o, dO, dQ (backward). K/V-sized: k, v; k, v, dK, dV.
+  const double tensors = problem.is_backward() ? 4.0 : 2.0;
+  const double q_side = tensors * static_cast<double>(s.total_q()) * s.heads * s.head_dim;
+  const double kv_side = tensors * static_cast<double>(s.total_kv()) * s.kv_heads() * s.head_dim;
+  const double lse = problem.is_backward() ? 4.0 * static_cast<double>(s.total_q()) * s.heads : 0.0;
   double sequence_arrays = 0;  // int32: lengths, offsets, the block table
   if (s.ragged()) sequence_arrays += 4.0 * (2.0 * s.batch + 1);
   if (s.paged()) sequence_arrays += 4.0 * s.batch * s.pages_per_sequence();
-  return (q_and_o + k_and_v) * dtype_bytes(problem.dtype) + sequence_arrays;
+  return (q_side + kv_side) * dtype_bytes(problem.dtype) + lse + sequence_arrays;
 }
 
 namespace {
@@ -136,7 +149,8 @@ std::string mask_label(const AttentionProblem& p) {
 
 std::string case_label(std::string_view backend, const AttentionProblem& problem) {
   const std::string layout = layout_label(problem.shape);
-  return fmt::format("{} {} {}{}{} {}", backend, to_string(problem.dtype), mask_label(problem),
+  return fmt::format("{}{} {} {}{}{} {}", backend, problem.is_backward() ? " backward" : "", to_string(problem.dtype),
+                     mask_label(problem),
                      problem.has_bias ? " bias" : "", layout.empty() ? "" : " " + layout, shape_label(problem.shape));
 }
 

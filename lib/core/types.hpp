@@ -78,6 +78,12 @@ inline bool operator==(const AttentionWindow& a, const AttentionWindow& b) {
   return a.left == b.left && a.right == b.right;
 }
 
+// Which pass a case times. backward: dQ, dK, dV from q, k, v, the forward's output O and its
+// logsumexp, and an upstream gradient dO (the forward runs once, untimed, to give O and the LSE).
+enum class AttentionPass { forward, backward };
+std::string_view to_string(AttentionPass pass);
+std::optional<AttentionPass> parse_pass(std::string_view text);
+
 // One problem a backend is asked to solve.
 struct AttentionProblem {
   AttentionShape shape;
@@ -87,15 +93,17 @@ struct AttentionProblem {
   AttentionWindow window;
   bool has_bias = false;  // additive [seq_q, seq_kv] fp32 bias, broadcast over batch and heads
   float scale = 0.f;      // softmax scale; 0 means 1/sqrt(head_dim)
+  AttentionPass pass = AttentionPass::forward;
 
   float softmax_scale() const;
+  bool is_backward() const { return pass == AttentionPass::backward; }
   bool has_grouped_heads() const { return shape.kv_heads() != shape.heads; }
   bool is_bottom_right() const { return alignment == MaskAlignment::bottom_right; }
 };
 
 inline bool operator==(const AttentionProblem& a, const AttentionProblem& b) {
   return a.shape == b.shape && a.dtype == b.dtype && a.causal == b.causal && a.alignment == b.alignment &&
-         a.window == b.window && a.has_bias == b.has_bias && a.scale == b.scale;
+         a.window == b.window && a.has_bias == b.has_bias && a.scale == b.scale && a.pass == b.pass;
 }
 
 // The keys one query row sees: [first, last], empty when last < first (a bottom-right mask
@@ -115,10 +123,15 @@ std::string_view to_string(CausalMode mode);
 CausalMode causal_mode(const AttentionProblem& problem);
 void set_causal_mode(AttentionProblem& problem, CausalMode mode);
 
-// FLOPs of the forward pass counted exactly: 4 * D per (query row, visible key) pair, summed over
-// every row's visible keys (the causal alignment and the window counted per row), times B * H.
-// (PyTorch's and FlashAttention's figures halve the dense count when causal: (S+1)/S lower.)
+// FLOPs of the problem's pass. The forward's are counted exactly: 4 * D per (query row, visible
+// key) pair, summed over every row's visible keys (the causal alignment and the window counted per
+// row), times B * H. (PyTorch's and FlashAttention's figures halve the dense count when causal:
+// (S+1)/S lower.) A backward counts 2.5x the forward's, FlashAttention's convention (five
+// matmuls to the forward's two; recomputing P is not counted).
 double attention_flops(const AttentionProblem& problem);
+
+// The factor attention_flops() applies to the forward's FLOPs for the problem's pass: 1 or 2.5.
+double pass_flop_factor(AttentionPass pass);
 
 // The same with every sequence of a ragged batch at the maximum lengths: what a backend that pads
 // the batch computes (the share above attention_flops is spent on padding).
@@ -127,6 +140,7 @@ double attention_padded_flops(const AttentionProblem& problem);
 // Fewest bytes any implementation must move through device memory: q read once, k and v once per
 // K/V head, o written once, counted per sequence (a ragged batch's own lengths), plus the int32
 // sequence arrays (lengths and offsets of a ragged batch, the block table of a paged cache).
+// A backward reads q, k, v, o, dO and the fp32 logsumexp and writes dQ, dK, dV, each once.
 double attention_min_bytes(const AttentionProblem& problem);
 
 // "2x16x4096x4096x128" (batch x heads x seq_q x seq_kv x head_dim); grouped K/V heads as
@@ -143,7 +157,8 @@ std::string mask_label(const AttentionProblem& problem);
 
 // The stable name of a case, used as the key in summary.json and by `attnprof check`:
 // "flash bf16 causal 2x16x4096x4096x128", "flash bf16 causal_br window[4096,0] 1x32/8x8192x8192x128",
-// "flash bf16 causal_br ragged(kv 1,17,4096) paged16 3x32/8x1x4096x128".
+// "flash bf16 causal_br ragged(kv 1,17,4096) paged16 3x32/8x1x4096x128". A backward case says so
+// after the backend: "cudnn backward bf16 causal 2x16x4096x4096x128" (forward names are unchanged).
 std::string case_label(std::string_view backend, const AttentionProblem& problem);
 
 // Elements of the logical, padded tensors: q/o [batch, heads, seq_q, head_dim], k/v [batch,

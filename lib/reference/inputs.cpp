@@ -15,6 +15,7 @@ std::int64_t input_element_count(const AttentionProblem& problem, InputTensor te
   const AttentionShape& s = problem.shape;
   switch (tensor) {
     case InputTensor::q: return element_count_q(s);
+    case InputTensor::grad_o: return problem.is_backward() ? element_count_q(s) : 0;
     case InputTensor::k:
     case InputTensor::v: return element_count_kv(s);
     case InputTensor::bias: return problem.has_bias ? static_cast<std::int64_t>(s.seq_q) * s.seq_kv : 0;

@@ -14,7 +14,8 @@ namespace attnprof {
 // The storage type of a tensor: the problem's dtype for q, k, v; bias is always fp32.
 DType input_dtype(const AttentionProblem& problem, InputTensor tensor);
 
-// Elements of a tensor: q [B, H, Sq, D], k and v [B, Hkv, Skv, D], bias [Sq, Skv] (0 without bias).
+// Elements of a tensor: q [B, H, Sq, D], k and v [B, Hkv, Skv, D], bias [Sq, Skv] (0 without bias),
+// grad_o [B, H, Sq, D] (0 for a forward problem).
 std::int64_t input_element_count(const AttentionProblem& problem, InputTensor tensor);
 
 // Elements [first, first + count) of `tensor` under `seed`, rounded to `dtype`, as the floats that

@@ -30,6 +30,10 @@ struct Verification {
   std::int64_t rows_checked = 0;
   std::int64_t non_finite = 0;   // NaN/inf in the output: poison never overwritten, or overflow
   double lse_max_abs_error = -1; // < 0 when no logsumexp was compared
+  // A backward's per-gradient relative errors (relative_error is the largest); < 0 for a forward.
+  double dq_relative_error = -1;
+  double dk_relative_error = -1;
+  double dv_relative_error = -1;
   bool interrupted = false;      // stopped by the interrupt flag before every row was checked
   bool passed = false;
   std::string detail;            // why it failed, for the summary

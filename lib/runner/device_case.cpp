@@ -67,6 +67,12 @@ DeviceCase::DeviceCase(const AttentionProblem& problem, std::uint64_t seed, cuda
   o_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_q(s)) * width);
   lse_ = DeviceBuffer(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * sizeof(float));
   bias_ = draw(problem, seed, InputTensor::bias, stream);
+  if (problem.is_backward()) {
+    d_o_ = draw(problem, seed, InputTensor::grad_o, stream);
+    dq_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_q(s)) * width);
+    dk_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_kv(s)) * width);
+    dv_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_kv(s)) * width);
+  }
 
   // The sequence arrays, one int32 buffer: lengths, cumulative offsets, block table.
   std::vector<int> ints;
@@ -101,7 +107,10 @@ double DeviceCase::device_bytes(const AttentionProblem& p) {
   const double scratch = s.ragged() || s.paged() ? static_cast<double>(std::max(element_count_q(s), element_count_kv(s))) *
                                                        (width + static_cast<double>(sizeof(std::int64_t)) / s.head_dim)
                                                  : 0.0;
-  return stored + scratch + 4.0 * s.batch * s.heads * s.seq_q + (p.has_bias ? 4.0 * s.seq_q * s.seq_kv : 0.0);
+  // A backward's dO and dQ like q, dK and dV like k and v.
+  const double gradients = p.is_backward() ? 2.0 * width * (static_cast<double>(stored_elements_q(s)) + stored_elements_kv(s)) : 0.0;
+  return stored + gradients + scratch + 4.0 * s.batch * s.heads * s.seq_q +
+         (p.has_bias ? 4.0 * s.seq_q * s.seq_kv : 0.0);
 }
 
 AttentionBuffers DeviceCase::buffers() const {
@@ -121,6 +130,103 @@ AttentionBuffers DeviceCase::buffers() const {
   b.cu_seqlens_kv = at(cu_kv_at_);
   b.block_table = at(table_at_);
   return b;
+}
+
+BackwardBuffers DeviceCase::backward_buffers() const {
+  if (!problem_.is_backward()) throw std::logic_error("backward_buffers: the case is a forward");
+  BackwardBuffers b;
+  b.q = q_.get();
+  b.k = k_.get();
+  b.v = v_.get();
+  b.o = o_.get();
+  b.lse = lse_.as<float>();
+  b.d_o = d_o_.get();
+  b.dq = dq_.get();
+  b.dk = dk_.get();
+  b.dv = dv_.get();
+  return b;
+}
+
+void DeviceCase::poison_gradients(cudaStream_t stream) {
+  if (!problem_.is_backward()) throw std::logic_error("poison_gradients: the case is a forward");
+  for (DeviceBuffer* gradient : {&dq_, &dk_, &dv_})
+    CUDA_CHECK(cudaMemsetAsync(gradient->get(), kPoisonByte, gradient->bytes(), stream));
+}
+
+GradientOutputs DeviceCase::read_gradient_rows(const GradientRows& rows, cudaStream_t stream) {
+  if (!problem_.is_backward()) throw std::logic_error("read_gradient_rows: the case is a forward");
+  const AttentionShape& s = problem_.shape;
+  const std::int64_t q_total = static_cast<std::int64_t>(s.batch) * s.heads * s.seq_q;
+  const std::int64_t kv_total = static_cast<std::int64_t>(s.batch) * s.kv_heads() * s.seq_kv;
+  for (std::int64_t r : rows.q_rows)
+    if (r < 0 || r >= q_total) throw std::invalid_argument(fmt::format("read_gradient_rows: dQ row {} is outside", r));
+  for (std::int64_t r : rows.kv_rows)
+    if (r < 0 || r >= kv_total) throw std::invalid_argument(fmt::format("read_gradient_rows: dK/dV row {} is outside", r));
+  // One device buffer, one copy back: [dQ rows | dK rows | dV rows | three NaN/inf scans].
+  const std::size_t row_bytes = static_cast<std::size_t>(s.head_dim) * dtype_bytes(problem_.dtype);
+  const std::size_t q_bytes = rows.q_rows.size() * row_bytes, kv_bytes = rows.kv_rows.size() * row_bytes;
+  const std::size_t dk_at = align16(q_bytes), dv_at = align16(dk_at + kv_bytes), scan_at = align16(dv_at + kv_bytes);
+  const std::size_t total_bytes = scan_at + 3 * sizeof(kernels::NonFiniteElements);
+  std::vector<std::int64_t> index(rows.q_rows);
+  index.insert(index.end(), rows.kv_rows.begin(), rows.kv_rows.end());
+  gathered_.reserve(total_bytes);
+  row_index_.reserve(std::max<std::size_t>(index.size(), 1) * sizeof(std::int64_t));
+  auto* gathered = static_cast<std::uint8_t*>(gathered_.get());
+  auto* scans = reinterpret_cast<kernels::NonFiniteElements*>(gathered + scan_at);
+  if (!index.empty())
+    CUDA_CHECK(cudaMemcpyAsync(row_index_.get(), index.data(), index.size() * sizeof(std::int64_t),
+                               cudaMemcpyHostToDevice, stream));
+  const auto q_count = static_cast<std::int64_t>(rows.q_rows.size());
+  const auto kv_count = static_cast<std::int64_t>(rows.kv_rows.size());
+  const std::int64_t* kv_index = row_index_.as<std::int64_t>() + q_count;
+  if (q_count > 0)
+    CUDA_CHECK(kernels::gather_rows(dq_.get(), static_cast<std::int64_t>(row_bytes), row_index_.as<std::int64_t>(),
+                                    q_count, gathered, stream));
+  if (kv_count > 0) {
+    CUDA_CHECK(kernels::gather_rows(dk_.get(), static_cast<std::int64_t>(row_bytes), kv_index, kv_count,
+                                    gathered + dk_at, stream));
+    CUDA_CHECK(kernels::gather_rows(dv_.get(), static_cast<std::int64_t>(row_bytes), kv_index, kv_count,
+                                    gathered + dv_at, stream));
+  }
+  CUDA_CHECK(kernels::count_non_finite(dq_.get(), problem_.dtype, stored_elements_q(s), scans + 0, stream));
+  CUDA_CHECK(kernels::count_non_finite(dk_.get(), problem_.dtype, stored_elements_kv(s), scans + 1, stream));
+  CUDA_CHECK(kernels::count_non_finite(dv_.get(), problem_.dtype, stored_elements_kv(s), scans + 2, stream));
+  std::vector<std::uint8_t> bytes(total_bytes);
+  CUDA_CHECK(cudaMemcpyAsync(bytes.data(), gathered, total_bytes, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  GradientOutputs got;
+  got.rows = rows;
+  auto decode = [&](std::size_t at, std::size_t count) {
+    return decode_elements(std::vector<std::uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                                                     bytes.begin() + static_cast<std::ptrdiff_t>(at + count)),
+                           problem_.dtype);
+  };
+  got.dq = decode(0, q_bytes);
+  got.dk = decode(dk_at, kv_bytes);
+  got.dv = decode(dv_at, kv_bytes);
+  kernels::NonFiniteElements found[3];
+  std::memcpy(found, bytes.data() + scan_at, sizeof(found));
+  const char* names[3] = {"dQ", "dK", "dV"};
+  for (int t = 0; t < 3; ++t) {
+    got.non_finite += static_cast<std::int64_t>(found[t].count);
+    if (found[t].count > 0 && got.first_non_finite.empty())
+      got.first_non_finite = fmt::format("{} element {}", names[t], found[t].first);
+  }
+  return got;
+}
+
+std::vector<float> DeviceCase::read_gradients(cudaStream_t stream) const {
+  if (!problem_.is_backward()) throw std::logic_error("read_gradients: the case is a forward");
+  std::vector<float> all;
+  for (const DeviceBuffer* gradient : {&dq_, &dk_, &dv_}) {
+    std::vector<std::uint8_t> bytes(gradient->bytes());
+    CUDA_CHECK(cudaMemcpyAsync(bytes.data(), gradient->get(), bytes.size(), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<float> values = decode_elements(bytes, problem_.dtype);
+    all.insert(all.end(), values.begin(), values.end());
+  }
+  return all;
 }
 
 void DeviceCase::poison_outputs(cudaStream_t stream) {
@@ -192,10 +298,23 @@ std::vector<float> DeviceCase::read_lse(cudaStream_t stream) const {
   return values;
 }
 
+void run_forward_for_backward(AttentionBackend& backend, DeviceCase& device, cudaStream_t stream) {
+  device.poison_outputs(stream);
+  backend.run(device.problem(), device.buffers(), stream);
+}
+
 Verification run_and_verify(AttentionBackend& backend, DeviceCase& device, cudaStream_t stream,
                             const VerifyOptions& options, std::int64_t max_rows) {
   const AttentionProblem& problem = device.problem();
   backend.prepare(problem, stream);
+  if (problem.is_backward()) {
+    run_forward_for_backward(backend, device, stream);
+    device.poison_gradients(stream);
+    backend.run_backward(problem, device.backward_buffers(), stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const GradientOutputs got = device.read_gradient_rows(gradient_rows_to_check(problem.shape, max_rows), stream);
+    return verify_gradients(problem, device.seed(), got, options);
+  }
   device.poison_outputs(stream);
   backend.run(problem, device.buffers(), stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -12,6 +12,7 @@
 
 #include "backends/backend.hpp"
 #include "gpu/device_memory.hpp"
+#include "reference/gradients.hpp"
 #include "reference/inputs.hpp"
 #include "reference/verification.hpp"
 
@@ -20,7 +21,8 @@ namespace attnprof {
 class DeviceCase {
  public:
   // Allocates q, k, v, o, lse (and bias) and fills the inputs on `stream`; synchronizes it, so
-  // the buffers are ready on any stream when it returns.
+  // the buffers are ready on any stream when it returns. A backward problem also gets dO (drawn
+  // like the inputs) and dQ, dK, dV.
   DeviceCase(const AttentionProblem& problem, std::uint64_t seed, cudaStream_t stream);
 
   // Device memory the constructor takes at its peak: q, k, v, o as stored (a paged pool holds
@@ -31,9 +33,19 @@ class DeviceCase {
   const AttentionProblem& problem() const { return problem_; }
   std::uint64_t seed() const { return seed_; }
   AttentionBuffers buffers() const;
+  // The backward's pointers (a backward problem only): o and lse as the forward left them.
+  BackwardBuffers backward_buffers() const;
 
   // Fills o and lse with the poison pattern (NaN in every format).
   void poison_outputs(cudaStream_t stream);
+  // Fills dQ, dK and dV with it (a backward problem).
+  void poison_gradients(cudaStream_t stream);
+
+  // The gradient rows `rows` names (gathered on the device, copied back in one piece) and a
+  // device-side NaN/inf count over the whole of dQ, dK and dV. Synchronizes `stream`.
+  GradientOutputs read_gradient_rows(const GradientRows& rows, cudaStream_t stream);
+  // dQ, dK and dV whole, one after the other, for tests on small problems (bitwise repeatability).
+  std::vector<float> read_gradients(cudaStream_t stream) const;
 
   // The output rows `rows` (ascending logical flat indices over [batch, heads, seq_q], never the
   // padding of a ragged sequence) and their
@@ -50,6 +62,8 @@ class DeviceCase {
   AttentionProblem problem_;
   std::uint64_t seed_;
   DeviceBuffer q_, k_, v_, o_, lse_, bias_;
+  DeviceBuffer d_o_, dq_, dk_, dv_;  // a backward problem's
+
   DeviceBuffer sequences_;         // int32 lengths, cumulative offsets and block table (ragged, paged)
   std::ptrdiff_t lens_q_at_ = -1, lens_kv_at_ = -1, cu_q_at_ = -1, cu_kv_at_ = -1, table_at_ = -1;
   std::vector<int> cu_q_;          // host copy of q's cumulative offsets (packed q)
@@ -59,7 +73,13 @@ class DeviceCase {
 
 // prepare + poison + one run + read back the checked rows + compare with the float64
 // reference. Synchronizes. `options.compare_lse` also checks the logsumexp the backend wrote.
+// A backward problem: prepare + poison o and lse + the forward + poison the gradients + one
+// backward + the checked gradient rows against the float64 reference gradients.
 Verification run_and_verify(AttentionBackend& backend, DeviceCase& device, cudaStream_t stream,
                             const VerifyOptions& options = {}, std::int64_t max_rows = kDefaultRowsChecked);
+
+// The forward a backward case runs once, untimed, for its O and logsumexp: o and lse poisoned
+// first, so a forward that leaves the logsumexp unwritten shows as NaN in the backward.
+void run_forward_for_backward(AttentionBackend& backend, DeviceCase& device, cudaStream_t stream);
 
 }  // namespace attnprof

@@ -21,6 +21,7 @@
 #include "gpu/device_info.hpp"
 #include "metrics/kernel_metrics.hpp"
 #include "metrics/range_profiler.hpp"
+#include "reference/gradients.hpp"
 #include "reference/verification.hpp"
 #include "runner/device_case.hpp"
 #include "summary/findings.hpp"
@@ -99,7 +100,8 @@ void require_device_memory(const AttentionProblem& p) {
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (io_bytes > static_cast<double>(free_bytes))
-    throw std::runtime_error(fmt::format("q, k, v and o need {:.1f} GiB of device memory; {:.1f} GiB of {:.1f} GiB are free",
+    throw std::runtime_error(fmt::format("{} need {:.1f} GiB of device memory; {:.1f} GiB of {:.1f} GiB are free",
+                                         p.is_backward() ? "q, k, v, o, dO, dQ, dK and dV" : "q, k, v and o",
                                          io_bytes / (1 << 30), static_cast<double>(free_bytes) / (1 << 30),
                                          static_cast<double>(total_bytes) / (1 << 30)));
 }
@@ -109,7 +111,7 @@ void require_device_memory(const AttentionProblem& p) {
 std::optional<std::string> host_memory_shortage(const AttentionProblem& p, bool verify) {
   if (!verify) return std::nullopt;
   const std::optional<std::uint64_t> available = available_host_memory_bytes();
-  const std::uint64_t needed = verification_host_bytes(p);
+  const std::uint64_t needed = p.is_backward() ? gradient_verification_host_bytes(p) : verification_host_bytes(p);
   if (!available || needed <= *available) return std::nullopt;
   return fmt::format("verifying it needs {:.1f} GiB of host memory; {:.1f} GiB are available",
                      static_cast<double>(needed) / (1 << 30), static_cast<double>(*available) / (1 << 30));
@@ -162,6 +164,12 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
   const Config& config = o.config;
   CaseMeasurements& m = out.measured;
   NvtxRange case_range("case " + pc.label);
+  const bool backward = pc.problem.is_backward();
+  // One timed unit of the case: the forward, or the backward alone (its forward ran in set-up).
+  auto run_pass = [&](DeviceCase& device) {
+    if (backward) backend.run_backward(pc.problem, device.backward_buffers(), stream);
+    else backend.run(pc.problem, device.buffers(), stream);
+  };
 
   announce(o, "set-up");
   require_device_memory(pc.problem);
@@ -183,15 +191,31 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     if (!done || is_interrupted(o.interrupted)) return mark_interrupted(out, "while building the plan");
   }
 
+  if (backward) {
+    // The forward once, untimed, for the O and logsumexp every backward below reads; outside
+    // every counted phase, like the set-up.
+    ScopedTag tag(collector, {index, trace::Phase::none, -1});
+    NvtxRange range("forward (for the backward)");
+    run_forward_for_backward(backend, *device_case, stream);
+    if (!wait_for_stream(stream, o.interrupted)) return mark_interrupted(out, "during the forward before the backward");
+  }
+
   if (config.verify) {
     announce(o, "verify");
     ScopedTag tag(collector, {index, trace::Phase::verify, -1});
     NvtxRange range("verify");
-    device_case->poison_outputs(stream);
-    backend.run(pc.problem, device_case->buffers(), stream);
+    if (backward) device_case->poison_gradients(stream);
+    else device_case->poison_outputs(stream);
+    run_pass(*device_case);
     if (!wait_for_stream(stream, o.interrupted)) return mark_interrupted(out, "during verification");
-    const OutputRows rows = device_case->read_rows(rows_to_check(pc.problem.shape), stream);
-    const Verification v = verify_attention(pc.problem, device_case->seed(), rows, {.interrupted = o.interrupted});
+    Verification v;
+    if (backward) {
+      const GradientOutputs rows = device_case->read_gradient_rows(gradient_rows_to_check(pc.problem.shape), stream);
+      v = verify_gradients(pc.problem, device_case->seed(), rows, {.interrupted = o.interrupted});
+    } else {
+      const OutputRows rows = device_case->read_rows(rows_to_check(pc.problem.shape), stream);
+      v = verify_attention(pc.problem, device_case->seed(), rows, {.interrupted = o.interrupted});
+    }
     if (v.interrupted) return mark_interrupted(out, "during verification (the float64 reference)");
     m.verified = true;
     m.verify_passed = v.passed;
@@ -204,7 +228,7 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     }
   }
 
-  // One forward at a time, each awaited: the last one's GPU time sizes the timed queue.
+  // One pass at a time, each awaited: the last one's GPU time sizes the timed queue.
   double iteration_ms = 0;
   if (config.warmup > 0) {
     announce(o, "warm-up");
@@ -213,7 +237,7 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     CudaEvent start, stop;
     for (int i = 0; i < config.warmup; ++i) {
       CUDA_CHECK(cudaEventRecord(start.get(), stream));
-      backend.run(pc.problem, device_case->buffers(), stream);
+      run_pass(*device_case);
       CUDA_CHECK(cudaEventRecord(stop.get(), stream));
       if (!wait_for_stream(stream, o.interrupted))
         return mark_interrupted(out, fmt::format("during warm-up ({} of {})", i, config.warmup));
@@ -243,7 +267,7 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     ScopedTag tag(collector, {index, trace::Phase::iteration, done});
     NvtxRange range(fmt::format("iter {}", done));
     CUDA_CHECK(cudaEventRecord(starts[done].get(), stream));
-    backend.run(pc.problem, device_case->buffers(), stream);
+    run_pass(*device_case);
     CUDA_CHECK(cudaEventRecord(stops[done].get(), stream));
     host_us += ms_since(host_start) * 1000.0;
     // Without a warm-up, the first iteration's time sizes the queue.
@@ -267,7 +291,7 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     ScopedTag tag(collector, {index, trace::Phase::metrics, -1});
     NvtxRange range("metrics (replayed)");
     try {
-      out.metrics = metrics->measure([&] { backend.run(pc.problem, device_case->buffers(), stream); });
+      out.metrics = metrics->measure([&] { run_pass(*device_case); });
     } catch (const MetricsUnavailableError& e) {
       out.metrics_unavailable = e.what();
     }
@@ -361,6 +385,12 @@ CaseOutcome attempt_case(Sweep::State& state, const PlannedCase& pc, int index) 
   } else if (auto why_not = backend->check_problem(pc.problem)) {
     run.status = CaseStatus::skipped;
     run.reason = *why_not;
+  } else if (auto out_of_scope = backward_out_of_scope(pc.problem)) {
+    run.status = CaseStatus::skipped;
+    run.reason = *out_of_scope;
+  } else if (auto no_backward = pc.problem.is_backward() ? backend->check_backward(pc.problem) : std::nullopt) {
+    run.status = CaseStatus::skipped;
+    run.reason = *no_backward;
   } else if (auto short_of = host_memory_shortage(pc.problem, state.settings.config.verify)) {
     run.status = CaseStatus::skipped;
     run.reason = *short_of;

@@ -324,4 +324,30 @@ void add_findings(CaseSummary& c) {
   communication_findings(c);
 }
 
+void add_run_findings(RunSummary& summary) {
+  constexpr const char* kRatio = "backward_forward_ratio";
+  for (CaseSummary& c : summary.cases)
+    std::erase_if(c.findings, [&](const Finding& f) { return f.kind == kRatio; });
+  auto timed = [](const CaseSummary& c) { return c.status == CaseStatus::ok && c.median_us > 0; };
+  for (CaseSummary& backward : summary.cases) {
+    if (!backward.problem.is_backward() || !timed(backward)) continue;
+    AttentionProblem forward_problem = backward.problem;
+    forward_problem.pass = AttentionPass::forward;
+    const auto forward = std::find_if(summary.cases.begin(), summary.cases.end(), [&](const CaseSummary& c) {
+      return timed(c) && c.backend == backward.backend && c.problem == forward_problem;
+    });
+    if (forward == summary.cases.end()) continue;
+    const double ratio = backward.median_us / forward->median_us;
+    backward.findings.push_back(
+        {kRatio,
+         fmt::format("the backward takes {:.2f}x the forward's time ({:.1f} us against {:.1f} us; it counts {:.1f}x "
+                     "the FLOPs)",
+                     ratio, backward.median_us, forward->median_us, pass_flop_factor(AttentionPass::backward)),
+         {{"forward_case", forward->label},
+          {"forward_median_us", forward->median_us},
+          {"backward_median_us", backward.median_us},
+          {"ratio", ratio}}});
+  }
+}
+
 }  // namespace attnprof

@@ -10,6 +10,11 @@ namespace attnprof {
 // Appends findings to c.findings (cases that did not run get none).
 void add_findings(CaseSummary& c);
 
+// Findings that compare cases of one run: a backward case's time against the forward of the same
+// backend and problem ("backward_forward_ratio", on the backward case) when both ran. Replaces
+// the ones a previous call added, so a merged summary can be given them again.
+void add_run_findings(RunSummary& summary);
+
 // What a kernel name says about dtype conversion: "bf16->fp32", "fp32->bf16", or "" if none.
 std::string conversion_direction(const std::string& kernel_name);
 

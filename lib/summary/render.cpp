@@ -307,6 +307,9 @@ std::string render_human(const RunSummary& s, const HumanStyle& style) {
   const std::string kernels = kernels_table(s, style);
   if (!kernels.empty()) out += '\n' + kernels;
 
+  if (std::any_of(s.cases.begin(), s.cases.end(), [](const CaseSummary& c) { return c.problem.is_backward(); }))
+    out += '\n' + style.paragraph(fmt::format("TFLOP/s of a backward case: {}", kBackwardFlopsNote));
+
   std::string notes;
   for (const CaseSummary& c : s.cases) {
     if (c.status != CaseStatus::ok && !c.reason.empty())
@@ -359,7 +362,7 @@ std::string render_csv(const RunSummary& s) {
       "plan_cold_ms,plan_warm_ms,dominant_kernel,registers,block,grid,shared_bytes,theoretical_occupancy,"
       "occupancy_limiter,launch_api,findings,surprises,device,communication_kernels_per_iter,"
       "heads_kv,causal_alignment,window_left,window_right,flops,min_bytes,gbps,intensity,bound,compute_roof_percent,"
-      "bandwidth_roof_percent,roof_percent\n";
+      "bandwidth_roof_percent,roof_percent,pass\n";
   for (const CaseSummary& c : s.cases) {
     const KernelSummary* k = c.dominant_kernel();
     const AttentionShape& sh = c.problem.shape;
@@ -383,7 +386,8 @@ std::string render_csv(const RunSummary& s) {
         fmt::format("{:.2f}", c.roofline.gbps), fmt::format("{:.2f}", c.roofline.intensity), c.roofline.bound,
         c.roofline.compute_percent ? fmt::format("{:.2f}", *c.roofline.compute_percent) : "",
         c.roofline.bandwidth_percent ? fmt::format("{:.2f}", *c.roofline.bandwidth_percent) : "",
-        c.roofline.roof_percent ? fmt::format("{:.2f}", *c.roofline.roof_percent) : ""};
+        c.roofline.roof_percent ? fmt::format("{:.2f}", *c.roofline.roof_percent) : "",
+        std::string(to_string(c.problem.pass))};
     for (std::size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) out += ',';
       out += csv_cell(cells[i]);

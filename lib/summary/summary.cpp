@@ -72,6 +72,7 @@ nlohmann::json problem_json(const AttentionProblem& p) {
   if (!p.shape.seq_lens_q.empty()) j["seq_lens_q"] = p.shape.seq_lens_q;
   if (!p.shape.seq_lens_kv.empty()) j["seq_lens_kv"] = p.shape.seq_lens_kv;
   if (p.shape.paged()) j["page_size"] = p.shape.page_size;
+  if (p.is_backward()) j["pass"] = std::string(to_string(p.pass));
   return j;
 }
 
@@ -115,6 +116,10 @@ AttentionProblem problem_from_json(const nlohmann::json& j) {
   p.shape.seq_lens_kv = lengths("seq_lens_kv", p.shape.seq_kv);
   p.shape.page_size = json_integer_or(j, "page_size", 0);
   if (p.shape.page_size < 0) throw std::runtime_error("\"page_size\" must be positive");
+  const std::string pass = j.value("pass", "forward");
+  const std::optional<AttentionPass> parsed = parse_pass(pass);
+  if (!parsed) throw std::runtime_error("unknown pass " + nlohmann::json(pass).dump());
+  p.pass = *parsed;
   return p;
 }
 
@@ -229,6 +234,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
     put_optional(roofline, "compute_roof_percent", r.compute_percent);
     put_optional(roofline, "bandwidth_roof_percent", r.bandwidth_percent);
     put_optional(roofline, "roof_percent", r.roof_percent);
+    if (c.problem.is_backward()) roofline["flops_counted"] = kBackwardFlopsNote;
     j["roofline"] = std::move(roofline);
   }
   j["per_iter"] = {{"kernels", c.kernels_per_iter},

@@ -17,6 +17,10 @@
 
 namespace attnprof {
 
+// What a backward case's FLOPs are (summary.json's roofline "flops_counted", the table's note).
+inline constexpr const char* kBackwardFlopsNote =
+    "backward: 2.5x the forward's exact FLOPs (FlashAttention's convention: five matmuls to the forward's two)";
+
 struct KernelSummary {
   std::string name;
   double per_iter = 0;         // launches per timed iteration

@@ -19,6 +19,7 @@ bool expectation_applies(const Expectation& e, const CaseSummary& c) {
   if (e.backend != c.backend && e.backend != family) return false;
   if (e.dtype && *e.dtype != c.problem.dtype) return false;
   if (e.causal && *e.causal != causal_mode(c.problem)) return false;
+  if (e.pass != c.problem.pass) return false;
   if (e.shape && !(*e.shape == c.problem.shape)) return false;
   return true;
 }

@@ -209,6 +209,7 @@ class ReportBuilder {
     if (!tagged_.empty()) build_from_tags(doc, options, report);
     else build_from_annotations(doc, report);
     place_on_roofline(report.summary);
+    add_run_findings(report.summary);
     for (const std::string& note : converter_.notes()) report.notes.push_back(note);
     return report;
   }

@@ -12,8 +12,11 @@
 namespace attnprof {
 
 std::uint64_t case_seed(std::uint64_t seed, const AttentionProblem& problem) {
-  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a of the problem's name, backend left out
-  for (unsigned char ch : case_label("", problem)) hash = (hash ^ ch) * 1099511628211ull;
+  // FNV-1a of the problem's name, backend and pass left out: both passes see the same q, k, v.
+  AttentionProblem forward = problem;
+  forward.pass = AttentionPass::forward;
+  std::uint64_t hash = 1469598103934665603ull;
+  for (unsigned char ch : case_label("", forward)) hash = (hash ^ ch) * 1099511628211ull;
   return seed ^ hash;
 }
 
@@ -22,19 +25,32 @@ std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std:
   for (const std::string& backend : backends)
     for (const ShapeSpec& shape : config.shapes)
       for (DType dtype : config.dtypes)
-        for (CausalMode causal : shape.causal.empty() ? config.causal : shape.causal) {
-          PlannedCase c;
-          c.backend = backend;
-          c.problem.shape = shape.shape;
-          c.problem.dtype = dtype;
-          set_causal_mode(c.problem, causal);
-          c.problem.window = shape.window;
-          c.problem.has_bias = shape.bias;
-          c.label = case_label(backend, c.problem);
-          c.seed = case_seed(config.seed, c.problem);
-          cases.push_back(std::move(c));
-        }
+        for (CausalMode causal : shape.causal.empty() ? config.causal : shape.causal)
+          for (AttentionPass pass : config.passes) {
+            PlannedCase c;
+            c.backend = backend;
+            c.problem.shape = shape.shape;
+            c.problem.dtype = dtype;
+            set_causal_mode(c.problem, causal);
+            c.problem.window = shape.window;
+            c.problem.has_bias = shape.bias;
+            c.problem.pass = pass;
+            c.label = case_label(backend, c.problem);
+            c.seed = case_seed(config.seed, c.problem);
+            cases.push_back(std::move(c));
+          }
   return cases;
+}
+
+std::optional<std::string> backward_out_of_scope(const AttentionProblem& p) {
+  if (!p.is_backward()) return std::nullopt;
+  const AttentionShape& s = p.shape;
+  if (s.paged()) return std::string("a paged K/V cache is an inference layout: its backward is out of scope");
+  if (s.ragged()) return std::string("the backward of a ragged batch is out of scope (dense batches only)");
+  if (s.seq_q <= 16 && s.seq_kv > s.seq_q)
+    return fmt::format("a decode step (seq_q {} against seq_kv {}) has no backward here: out of scope", s.seq_q,
+                       s.seq_kv);
+  return std::nullopt;
 }
 
 std::vector<int> parse_device_list(const std::string& text, std::optional<int> device_count) {

@@ -21,12 +21,18 @@ struct PlannedCase {
   std::uint64_t seed = 0;  // of the case's inputs: the same for every backend of one problem
 };
 
-// The cases a config asks for, in sweep order: backend, then shape, dtype, causal.
+// The cases a config asks for, in sweep order: backend, then shape, dtype, causal, pass.
 std::vector<PlannedCase> plan_cases(const Config& config, const std::vector<std::string>& backends);
 
 // The seed of a problem's inputs under the config's seed: from the problem's name, so inputs do
-// not change when cases are added or reordered, and every backend of a problem sees the same.
+// not change when cases are added or reordered, and every backend and both passes of a problem
+// see the same.
 std::uint64_t case_seed(std::uint64_t seed, const AttentionProblem& problem);
+
+// Why a backward case of this problem is out of scope for every backend, before any backend is
+// asked: ragged batches, paged caches and decode steps (seq_q <= 16 against a longer K/V) are
+// inference workloads here. nullopt for a forward problem or a backward that is in scope.
+std::optional<std::string> backward_out_of_scope(const AttentionProblem& problem);
 
 // "all" -> 0..device_count-1; "0,2" -> {0, 2}, in the order given. Throws UsageError for text
 // that is no list of ordinals, a repeated ordinal (two workers on one GPU would time each

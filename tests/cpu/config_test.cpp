@@ -108,6 +108,13 @@ const EditCase kEditCases[] = {
     {"iterations_too_large", "/iterations", "100001", "/iterations", "no greater than 100000, found 100001"},
     {"verify_string", "/verify", R"("yes")", "/verify", R"(expected true or false, found the string "yes")"},
     {"verify_null", "/verify", "null", "/verify", "expected true or false, found null"},
+    {"passes_unknown_with_hint", "/passes", R"(["forward", "backwards"])", "/passes/1", R"(found "backwards" (did you mean "backward"?))"},
+    {"passes_unknown", "/passes", R"(["training"])", "/passes/0", R"(expected one of "forward", "backward", found "training")"},
+    {"passes_duplicate", "/passes", R"(["backward", "forward", "backward"])", "/passes/2", "duplicate of /passes/0"},
+    {"passes_empty", "/passes", "[]", "/passes", "expected a non-empty array of pass names"},
+    {"passes_not_array", "/passes", R"("backward")", "/passes", R"(found the string "backward")"},
+    {"passes_number", "/passes", "[1]", "/passes/0", R"(expected one of "forward", "backward", found 1)"},
+    {"expect_pass_unknown", "/expect/0", expectation_with(R"("pass": "bwd")"), "/expect/0/pass", R"(found "bwd")"},
     {"seed_negative", "/seed", "-5", "/seed", "expected a non-negative integer, found -5"},
     {"seed_fraction", "/seed", "1.5", "/seed", "expected a non-negative integer, found 1.5"},
     // backends
@@ -362,6 +369,24 @@ TEST(ConfigParse, AppliesDefaults) {
   EXPECT_TRUE(config.expect.empty());
   EXPECT_EQ(config.trace_format, trace::TraceFormat::json);
   EXPECT_EQ(config.document, document);
+}
+
+TEST(ConfigParse, PassesDefaultToForwardAndKeepTheGivenOrder) {
+  EXPECT_EQ(parse_json(minimal_document()).passes, std::vector<AttentionPass>{AttentionPass::forward});
+  json document = minimal_document();
+  document["passes"] = {"backward"};
+  EXPECT_EQ(parse_json(document).passes, std::vector<AttentionPass>{AttentionPass::backward});
+  document["passes"] = {"backward", "forward"};
+  EXPECT_EQ(parse_json(document).passes, (std::vector<AttentionPass>{AttentionPass::backward, AttentionPass::forward}));
+}
+
+TEST(ConfigParse, AnExpectationIsAboutTheForwardUnlessItNamesThePass) {
+  json document = minimal_document();
+  document["expect"] = {json::parse(kFlashCheck), json::parse(expectation_with(R"("pass": "backward")"))};
+  const Config config = parse_json(document);
+  ASSERT_EQ(config.expect.size(), 2u);
+  EXPECT_EQ(config.expect[0].pass, AttentionPass::forward);
+  EXPECT_EQ(config.expect[1].pass, AttentionPass::backward);
 }
 
 TEST(ConfigParse, SeqKvDefaultsToSeqQ) {
