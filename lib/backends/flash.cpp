@@ -10,6 +10,10 @@
 //   hand, ATTNPROF_DECODE_SPLITS=N (1-128, at most the key tiles; read once) replaces the heuristic's.
 // Both write o and, when asked, the logsumexp (-inf for a row that sees no key). The score
 // matrix never reaches device memory.
+// - backward (dense batches, bf16/fp16, head dims 64 and 128, GQA, causal either way, windows):
+//   kernels/flash_bwd, FlashAttention-2 style, three kernels: dot(dO, O) with the fp32 dQ
+//   accumulator zeroed, the dQ dK dV kernel (P recomputed from the forward's logsumexp, dQ by
+//   atomic adds), dQ converted to the input's type.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -28,6 +32,7 @@
 #include "core/mask_bounds.hpp"
 #include "decode/decode.hpp"
 #include "decode/decode_split.hpp"
+#include "flash_bwd/flash_bwd.hpp"
 #include "flash/flash.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_memory.hpp"
@@ -140,7 +145,45 @@ class FlashBackend final : public AttentionBackend {
     return std::nullopt;
   }
 
-  void prepare(const AttentionProblem& problem, cudaStream_t) override {
+  Unsupported check_backward(const AttentionProblem& problem) const override {
+    const AttentionShape& s = problem.shape;
+    if (!kernels::flash_bwd_has_kernel(problem.dtype, s.head_dim))
+      return fmt::format("flash's backward has kernels for bf16 and fp16 at head dims 64 and 128 (got {} d{})",
+                         to_string(problem.dtype), s.head_dim);
+    if (problem.has_bias) return std::string("flash's backward takes no additive bias");
+    return std::nullopt;
+  }
+
+  void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
+    const AttentionShape& s = problem.shape;
+    if (!backward_problem_ || !(*backward_problem_ == problem))
+      throw std::logic_error("flash: run_backward() of a problem before prepare() of that problem");
+    kernels::FlashBwdParams params;
+    params.q = buffers.q;
+    params.k = buffers.k;
+    params.v = buffers.v;
+    params.o = buffers.o;
+    params.d_o = buffers.d_o;
+    params.lse = buffers.lse;
+    params.dq = buffers.dq;
+    params.dk = buffers.dk;
+    params.dv = buffers.dv;
+    params.dq_accum = backward_workspace_.as<float>();
+    params.d_sum = params.dq_accum + static_cast<long long>(s.batch) * s.heads * s.seq_q * s.head_dim;
+    params.batch = s.batch;
+    params.heads = s.heads;
+    params.heads_kv = s.kv_heads();
+    params.group_size = s.group_size();
+    params.seq_q = s.seq_q;
+    params.seq_kv = s.seq_kv;
+    params.scale = problem.softmax_scale();
+    params.mask = mask_bounds(problem);
+    kernels::flash_backward(params, problem.dtype, s.head_dim, stream);
+    CUDA_CHECK_LAUNCH();
+  }
+
+  void prepare(const AttentionProblem& problem, cudaStream_t stream) override {
+    if (problem.is_backward()) prepare_backward(problem);
     if (is_decode(problem)) {
       prepare_decode(problem);
       return;
@@ -186,6 +229,18 @@ class FlashBackend final : public AttentionBackend {
   }
 
  private:
+  // The backward's instantiation and its workspace (the fp32 dQ accumulator and D = rowsum(dO O)).
+  void prepare_backward(const AttentionProblem& problem) {
+    const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
+    if (backward_prepared_.count(key) == 0) {
+      CUDA_CHECK(kernels::flash_bwd_prepare(problem.dtype, problem.shape.head_dim));
+      backward_prepared_.insert(key);
+    }
+    backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(problem.shape)) *
+                                sizeof(float));
+    backward_problem_ = problem;
+  }
+
   // The split count (from the device's SMs and the kernel's blocks per SM) and the workspace.
   void prepare_decode(const AttentionProblem& problem) {
     const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
@@ -248,6 +303,9 @@ class FlashBackend final : public AttentionBackend {
   }
 
   std::set<std::tuple<DType, int, bool, bool>> prepared_;
+  std::set<std::pair<DType, int>> backward_prepared_;
+  std::optional<AttentionProblem> backward_problem_;
+  DeviceBuffer backward_workspace_;  // the backward's dQ accumulator and D, grown in prepare()
   std::map<std::pair<DType, int>, int> decode_blocks_per_sm_;
   int sm_count_ = 0;
   int decode_splits_ = 1;

@@ -1,8 +1,9 @@
-// Backward cases on the GPU (issue 20): cudnn's SDPA backward against the float64 reference
+// Backward cases on the GPU (issue 20): cudnn's SDPA backward and flash's backward kernels
+// (kernels/flash_bwd) against the float64 reference
 // gradients on fresh inputs with poisoned dQ, dK, dV (odd lengths, seq_q != seq_kv, both causal
 // alignments, head dims 64 and 128, bf16 and fp16, grouped K/V heads); run-to-run bitwise
 // repeatability of the gradients reported (printed, not asserted: cuDNN does not promise it for
-// this graph); backends without a backward refuse it with a reason; a sweep of backward cases
+// this graph, and flash adds dQ with atomics, in whatever order the blocks arrive); backends without a backward refuse it with a reason; a sweep of backward cases
 // writes them, pass included, with the backward/forward ratio finding.
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,7 @@ struct BackwardCase {
   int batch, heads, heads_kv, seq_q, seq_kv, head_dim;
   CausalMode causal;
   DType dtype;
+  const char* backend = "cudnn";
 };
 
 AttentionProblem problem_of(const BackwardCase& c) {
@@ -40,28 +42,44 @@ AttentionProblem problem_of(const BackwardCase& c) {
 
 std::vector<BackwardCase> cases() {
   std::vector<BackwardCase> out;
-  for (DType dtype : {DType::bf16, DType::fp16})
-    for (int d : {64, 128})
-      for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
-        out.push_back({2, 4, 4, 17, 17, d, causal, dtype});     // odd, tiny
-        out.push_back({1, 8, 2, 257, 257, d, causal, dtype});   // odd, grouped heads
-        out.push_back({2, 4, 1, 128, 384, d, causal, dtype});   // seq_q < seq_kv, one K/V head
-        // seq_q > seq_kv (bottom-right would leave rows without keys, which cudnn refuses)
-        if (causal != CausalMode::bottom_right) out.push_back({1, 4, 4, 200, 136, d, causal, dtype});
-      }
+  for (const char* backend : {"cudnn", "flash"})
+    for (DType dtype : {DType::bf16, DType::fp16})
+      for (int d : {64, 128})
+        for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
+          out.push_back({2, 4, 4, 17, 17, d, causal, dtype, backend});     // odd, tiny
+          out.push_back({1, 8, 2, 257, 257, d, causal, dtype, backend});   // odd, grouped heads
+          out.push_back({2, 4, 1, 128, 384, d, causal, dtype, backend});   // seq_q < seq_kv, one K/V head
+          // seq_q > seq_kv (bottom-right leaves rows without keys, which cudnn refuses; flash
+          // gives them zero gradients)
+          if (causal != CausalMode::bottom_right || std::string(backend) == "flash")
+            out.push_back({1, 4, 4, 200, 136, d, causal, dtype, backend});
+        }
+  // flash: a sliding window, and several key blocks per sequence with odd lengths.
+  for (DType dtype : {DType::bf16, DType::fp16}) {
+    out.push_back({1, 4, 2, 333, 333, 128, CausalMode::bottom_right, dtype, "flash"});
+    out.push_back({1, 4, 4, 129, 1000, 64, CausalMode::none, dtype, "flash"});
+  }
   return out;
 }
 
-std::string name_of(const BackwardCase& c) {
-  return fmt::format("{}_{}_b{}h{}kv{}_{}x{}_d{}", to_string(c.dtype), to_string(c.causal), c.batch, c.heads,
-                     c.heads_kv, c.seq_q, c.seq_kv, c.head_dim);
+AttentionProblem windowed(AttentionProblem p) {
+  p.window = {64, 0};
+  return p;
 }
 
-class CudnnBackward : public ::testing::TestWithParam<BackwardCase> {};
+std::string name_of(const BackwardCase& c) {
+  return fmt::format("{}_{}_{}_b{}h{}kv{}_{}x{}_d{}", c.backend, to_string(c.dtype), to_string(c.causal), c.batch,
+                     c.heads, c.heads_kv, c.seq_q, c.seq_kv, c.head_dim);
+}
 
-TEST_P(CudnnBackward, MatchesTheFloat64ReferenceGradients) {
-  const AttentionProblem p = problem_of(GetParam());
-  auto backend = find_backend("cudnn")->make();
+class Backward : public ::testing::TestWithParam<BackwardCase> {};
+
+TEST_P(Backward, MatchesTheFloat64ReferenceGradients) {
+  // flash's 333-row case runs with a window of 64 keys to the left (cudnn's cases take none).
+  const bool window = std::string(GetParam().backend) == "flash" && GetParam().seq_q == 333;
+  const AttentionProblem p = window ? windowed(problem_of(GetParam())) : problem_of(GetParam());
+  const std::string name = GetParam().backend;
+  auto backend = find_backend(name)->make();
   if (auto why = backend->check_device(query_device_properties(0))) GTEST_SKIP() << *why;
   if (auto why = backend->check_problem(p)) GTEST_SKIP() << *why;
   if (auto why = backend->check_backward(p)) GTEST_SKIP() << *why;
@@ -69,9 +87,9 @@ TEST_P(CudnnBackward, MatchesTheFloat64ReferenceGradients) {
   const std::uint64_t seed = std::random_device{}();  // fresh inputs every run; the seed is printed
   DeviceCase device(p, seed, stream.get());
   const Verification v = run_and_verify(*backend, device, stream.get());
-  EXPECT_TRUE(v.passed) << case_label("cudnn", p) << " seed " << seed << ": " << v.detail;
+  EXPECT_TRUE(v.passed) << case_label(name, p) << " seed " << seed << ": " << v.detail;
   EXPECT_GT(v.rows_checked, 0);
-  std::printf("  %-52s dQ %.3e  dK %.3e  dV %.3e  (bound %.0e, %lld rows)\n", case_label("cudnn", p).c_str(),
+  std::printf("  %-60s dQ %.3e  dK %.3e  dV %.3e  (bound %.0e, %lld rows)\n", case_label(name, p).c_str(),
               v.dq_relative_error, v.dk_relative_error, v.dv_relative_error, v.bound,
               static_cast<long long>(v.rows_checked));
 
@@ -91,7 +109,7 @@ TEST_P(CudnnBackward, MatchesTheFloat64ReferenceGradients) {
                                                         .c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, CudnnBackward, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Shapes, Backward, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return name_of(info.param); });
 
 // The gradients are checked, not assumed: wrong ones (dK from another seed's run) fail.
@@ -115,7 +133,7 @@ TEST(BackwardRefusals, BackendsWithoutABackwardSayWhy) {
     const std::unique_ptr<AttentionBackend> backend = info.make();
     const Unsupported why = backend->check_backward(p);
     std::printf("  %-22s backward: %s\n", info.name.c_str(), why ? why->c_str() : "yes");
-    if (info.name == "cudnn") continue;
+    if (info.name == "cudnn" || info.name == "flash") continue;
     EXPECT_TRUE(why.has_value()) << info.name << " claims a backward";
   }
 }

@@ -3,7 +3,9 @@
 # (docs/examples/sdpa_train_step.py: an NVTX range around forward + loss.backward()) and checks,
 # from attnprof's own trace, that each case counts the backward kernels PyTorch's autograd thread
 # launches, and exactly the kernels launched inside its ranges (tests/gpu/check_backward_attribution.py).
-# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue20.sh attribution
+# `backward` runs the backward GPU test (float64 reference gradients, run-to-run repeatability) and
+# configs/backward.json (both passes, every backend: the ones without a backward skip with a reason).
+# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue20.sh attribution|backward
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue20}
@@ -20,5 +22,13 @@ case "${1:-attribution}" in
       grep -E "train " "$dir.txt" | head -8
       python3 tests/gpu/check_backward_attribution.py "$dir"; echo "check rc=$?"
     done
+    ;;
+  backward)
+    echo "=== gpu_backward_test ($(date +%T))"
+    "$B/tests/gpu_backward_test" > "$OUT/backward_test.log" 2>&1; echo "rc=$?"
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) *\]|run to run|dQ .* dK|backward:" "$OUT/backward_test.log" | head -70
+    echo "=== configs/backward.json ($(date +%T))"
+    "$A" run --config configs/backward.json --out "$OUT/bwd" > "$OUT/bwd.txt" 2> "$OUT/bwd.err"; echo "rc=$?"
+    cat "$OUT/bwd.txt" | head -80; tail -5 "$OUT/bwd.err"
     ;;
 esac

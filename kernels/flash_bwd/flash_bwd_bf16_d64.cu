@@ -1,0 +1,4 @@
+// flash backward: bf16, head dim 64.
+#include "flash_bwd/flash_bwd_launch.cuh"
+
+template struct attnprof::kernels::FlashBackward<attnprof::DType::bf16, 64>;

@@ -1,0 +1,21 @@
+// One compiled instantiation of flash's backward kernels (dot(dO, O), dQ dK dV, convert dQ) for
+// one dtype and head dim. Defined in flash_bwd_launch.cuh; each flash_bwd_<dtype>_d<dim>.cu
+// instantiates exactly one FlashBackward, and flash_bwd.cu dispatches among them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "core/types.hpp"
+#include "flash_bwd/flash_bwd.hpp"
+
+namespace attnprof::kernels {
+
+template <DType kDType, int kHeadDim>
+struct FlashBackward {
+  // Raises the main kernel's dynamic shared-memory limit.
+  static cudaError_t prepare();
+  // Enqueues the three kernels.
+  static void launch(const FlashBwdParams& params, cudaStream_t stream);
+};
+
+}  // namespace attnprof::kernels

@@ -1,0 +1,347 @@
+// flash's backward kernels (see flash_bwd.hpp for the three roles), generic over FlashBwdTraits.
+//
+// Main kernel, one block of 4 warps per (64 keys, K/V head, sequence). K and V of the block's
+// keys are loaded once; the block then walks tiles of 64 query rows (of every query head of the
+// group, only those whose band reaches the keys), Q and dO double-buffered with cp.async. Warp w
+// owns keys 16w..16w+15, as the M rows of its mma.sync tiles:
+//   S^T  = K Q^T            (K by ldmatrix, Q by ldmatrix: the forward's S = Q K^T pattern)
+//   P^T  = exp2(S^T * scale * log2 e - lse * log2 e), masked elements 0
+//   dV  += P^T dO           (P^T's C fragments are the A fragments; dO by ldmatrix.trans)
+//   dP^T = V dO^T
+//   dS^T = P^T (dP^T - D) * scale
+//   dK  += dS^T Q           (Q by ldmatrix.trans)
+// dS^T goes to shared memory; then warp w computes dQ for query rows 16w..16w+15 of the tile,
+//   dQ = dS K                (dS by ldmatrix.trans of dS^T, K by ldmatrix.trans)
+// and adds it to the fp32 accumulator (red.global.add, two floats at a time). Shared tiles are
+// rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no ldmatrix bank conflicts).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/mask_bounds.hpp"
+#include "flash/flash_fwd_kernel.cuh"  // the PTX wrappers (cp.async, ldmatrix, mma.sync, ex2)
+#include "flash_bwd/flash_bwd.hpp"
+
+namespace attnprof::kernels::flash_bwd {
+
+using flash::cp_async_16_zfill;
+using flash::cp_async_commit;
+using flash::cp_async_wait;
+using flash::exp2_approx;
+using flash::ldmatrix_x4;
+using flash::ldmatrix_x4_trans;
+using flash::mma_16816;
+using flash::pack2;
+using flash::shared_address;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <typename Element_, int kHeadDim_>
+struct FlashBwdTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockN = 64;  // keys per block
+  static constexpr int kBlockM = 64;  // query rows per step
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
+  static constexpr int kChunksPerRow = kRowBytes / 16;
+  static constexpr int kKVTileBytes = kBlockN * kRowBytes;
+  static constexpr int kQTileBytes = kBlockM * kRowBytes;
+  static constexpr int kDsRowBytes = kBlockM * static_cast<int>(sizeof(Element));  // dS^T: keys x queries
+  // Layout: K | V | Q[2] | dO[2] | dS^T | lse[2][kBlockM] | D[2][kBlockM]
+  static constexpr int kK = 0;
+  static constexpr int kV = kK + kKVTileBytes;
+  static constexpr int kQ = kV + kKVTileBytes;
+  static constexpr int kDO = kQ + 2 * kQTileBytes;
+  static constexpr int kDS = kDO + 2 * kQTileBytes;
+  static constexpr int kLse = kDS + kBlockN * kDsRowBytes;
+  static constexpr int kDsum = kLse + 2 * kBlockM * 4;
+  static constexpr int kSmemBytes = kDsum + 2 * kBlockM * 4;
+  static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles over the head dim
+  static_assert(kHeadDim % 64 == 0 && kBlockN == kWarps * 16 && kBlockM == kWarps * 16);
+};
+
+// Swizzled shared address of 16-byte chunk `chunk` of row `row` in a tile of kRowBytes rows.
+template <int kRowBytes>
+__device__ __forceinline__ uint32_t swizzled(uint32_t tile, int row, int chunk) {
+  return tile + static_cast<uint32_t>(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// Rows [row0, row0 + rows) of a [.., seq, head_dim] tensor (rows past `valid` zero-filled) into a
+// swizzled tile; every thread of the block takes its share of the 16-byte chunks.
+template <typename Traits>
+__device__ __forceinline__ void copy_rows(uint32_t tile, const typename Traits::Element* base, int rows, int valid,
+                                          int tid) {
+  for (int index = tid; index < rows * Traits::kChunksPerRow; index += Traits::kThreads) {
+    const int row = index / Traits::kChunksPerRow;
+    const int chunk = index % Traits::kChunksPerRow;
+    const bool ok = row < valid;
+    cp_async_16_zfill(swizzled<Traits::kRowBytes>(tile, row, chunk),
+                      base + (ok ? static_cast<int64_t>(row) * Traits::kHeadDim + chunk * 8 : 0), ok);
+  }
+}
+
+// The query rows that see any key of [key0, key1]: [first, last] (empty when last < first).
+__device__ __forceinline__ void query_span(const MaskBounds& m, int key0, int key1, int seq_q, int* first, int* last) {
+  // Row i sees key j when low <= j - i <= high: i in [j - high, j - low].
+  const long long lo = static_cast<long long>(key0) - m.high;
+  const long long hi = static_cast<long long>(key1) - m.low;
+  *first = static_cast<int>(lo < 0 ? 0 : lo);
+  *last = static_cast<int>(hi > seq_q - 1 ? seq_q - 1 : hi);
+}
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(const __grid_constant__ FlashBwdParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // cp.async, bf16 mma.sync and ldmatrix need sm_80
+#else
+  using Element = typename Traits::Element;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  constexpr int kBlockM = Traits::kBlockM;
+  constexpr int kBlockN = Traits::kBlockN;
+  constexpr int kDTiles = Traits::kDTiles;
+  constexpr int kRowBytes = Traits::kRowBytes;
+  constexpr int kDsRowBytes = Traits::kDsRowBytes;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t base = shared_address(smem);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int key0 = static_cast<int>(blockIdx.x) * kBlockN;
+  const int kv_head = static_cast<int>(blockIdx.y);
+  const int b = static_cast<int>(blockIdx.z);
+  const int keys_here = min(kBlockN, p.seq_kv - key0);
+  const int64_t kv_offset = ((static_cast<int64_t>(b) * p.heads_kv + kv_head) * p.seq_kv + key0) * kHeadDim;
+
+  // The query rows whose band reaches these keys, in tiles of kBlockM; every head of the group.
+  int first_row = 0, last_row = -1;
+  query_span(p.mask, key0, key0 + keys_here - 1, p.seq_q, &first_row, &last_row);
+  const int tile0 = first_row / kBlockM;
+  const int tiles_per_head = last_row >= first_row ? last_row / kBlockM + 1 - tile0 : 0;
+  const int steps = tiles_per_head * p.group_size;
+
+  float dk[kDTiles][4], dv[kDTiles][4];
+#pragma unroll
+  for (int dt = 0; dt < kDTiles; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[dt][e] = dv[dt][e] = 0.f;
+
+  // K and V once; then step 0's Q, dO, lse and D.
+  copy_rows<Traits>(base + Traits::kK, static_cast<const Element*>(p.k) + kv_offset, kBlockN, keys_here, tid);
+  copy_rows<Traits>(base + Traits::kV, static_cast<const Element*>(p.v) + kv_offset, kBlockN, keys_here, tid);
+  float* lse_s = reinterpret_cast<float*>(smem + Traits::kLse);
+  float* dsum_s = reinterpret_cast<float*>(smem + Traits::kDsum);
+  auto load_step = [&](int step, int stage) {
+    const int h = kv_head * p.group_size + step / tiles_per_head;
+    const int row0 = (tile0 + step % tiles_per_head) * kBlockM;
+    const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q + row0;
+    const int valid = min(kBlockM, p.seq_q - row0);
+    copy_rows<Traits>(base + Traits::kQ + stage * Traits::kQTileBytes,
+                      static_cast<const Element*>(p.q) + row_base * kHeadDim, kBlockM, valid, tid);
+    copy_rows<Traits>(base + Traits::kDO + stage * Traits::kQTileBytes,
+                      static_cast<const Element*>(p.d_o) + row_base * kHeadDim, kBlockM, valid, tid);
+    // lse in log2 units; +inf for rows past seq_q and rows that saw no key (P = exp2(-inf) = 0).
+    for (int i = tid; i < kBlockM; i += Traits::kThreads) {
+      const float lse = i < valid ? p.lse[row_base + i] : -INFINITY;
+      lse_s[stage * kBlockM + i] = lse == -INFINITY ? INFINITY : lse * kLog2e;
+      dsum_s[stage * kBlockM + i] = i < valid ? p.d_sum[row_base + i] : 0.f;
+    }
+  };
+  if (steps > 0) load_step(0, 0);
+  cp_async_commit();
+
+  const float scale_log2 = p.scale * kLog2e;
+  const int g = lane >> 2;  // the C fragment's row within the warp's 16 (and + 8)
+  const int t = lane & 3;   // its column pair
+  for (int step = 0; step < steps; ++step) {
+    const int stage = step & 1;
+    if (step + 1 < steps) load_step(step + 1, stage ^ 1);  // that stage was freed by the last barrier
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();  // this step's tiles (and K, V) are in shared memory for every warp
+
+    const uint32_t q_tile = base + Traits::kQ + stage * Traits::kQTileBytes;
+    const uint32_t do_tile = base + Traits::kDO + stage * Traits::kQTileBytes;
+    const uint32_t k_tile = base + Traits::kK;
+    const uint32_t v_tile = base + Traits::kV;
+    const int row0 = (tile0 + step % tiles_per_head) * kBlockM;
+    const int h = kv_head * p.group_size + step / tiles_per_head;
+
+    // S^T (16 keys x 64 queries per warp) and dP^T, in C fragments [query n8 tile][4].
+    float s[kBlockM / 8][4], dp[kBlockM / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < kBlockM / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t ka[4], va[4];
+      ldmatrix_x4(ka, swizzled<kRowBytes>(k_tile, warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+      ldmatrix_x4(va, swizzled<kRowBytes>(v_tile, warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+#pragma unroll
+      for (int np = 0; np < kBlockM / 16; ++np) {
+        uint32_t qb[4], dob[4];
+        const int row = np * 16 + ((lane >> 4) << 3) + (lane & 7);
+        ldmatrix_x4(qb, swizzled<kRowBytes>(q_tile, row, 2 * kk + ((lane >> 3) & 1)));
+        ldmatrix_x4(dob, swizzled<kRowBytes>(do_tile, row, 2 * kk + ((lane >> 3) & 1)));
+        mma_16816<Element>(s[2 * np], ka, qb[0], qb[1]);
+        mma_16816<Element>(s[2 * np + 1], ka, qb[2], qb[3]);
+        mma_16816<Element>(dp[2 * np], va, dob[0], dob[1]);
+        mma_16816<Element>(dp[2 * np + 1], va, dob[2], dob[3]);
+      }
+    }
+
+    // P^T and dS^T. Element (nt, e): key key0 + 16 warp + g + 8 (e / 2), query row0 + 8 nt + 2t + e % 2.
+    const float* lse_t = lse_s + stage * kBlockM;
+    const float* dsum_t = dsum_s + stage * kBlockM;
+#pragma unroll
+    for (int nt = 0; nt < kBlockM / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = key0 + warp * 16 + g + 8 * (e >> 1);
+        const int col = nt * 8 + 2 * t + (e & 1);
+        const int query = row0 + col;
+        const bool seen = key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key);
+        const float prob = seen ? exp2_approx(s[nt][e] * scale_log2 - lse_t[col]) : 0.f;
+        s[nt][e] = prob;
+        dp[nt][e] = prob * (dp[nt][e] - dsum_t[col]) * p.scale;
+      }
+
+    // dV += P^T dO and dK += dS^T Q: the query dimension is k, in steps of 16.
+#pragma unroll
+    for (int kq = 0; kq < kBlockM / 16; ++kq) {
+      uint32_t pa[4], dsa[4];
+      pa[0] = pack2<Element>(s[2 * kq][0], s[2 * kq][1]);
+      pa[1] = pack2<Element>(s[2 * kq][2], s[2 * kq][3]);
+      pa[2] = pack2<Element>(s[2 * kq + 1][0], s[2 * kq + 1][1]);
+      pa[3] = pack2<Element>(s[2 * kq + 1][2], s[2 * kq + 1][3]);
+      dsa[0] = pack2<Element>(dp[2 * kq][0], dp[2 * kq][1]);
+      dsa[1] = pack2<Element>(dp[2 * kq][2], dp[2 * kq][3]);
+      dsa[2] = pack2<Element>(dp[2 * kq + 1][0], dp[2 * kq + 1][1]);
+      dsa[3] = pack2<Element>(dp[2 * kq + 1][2], dp[2 * kq + 1][3]);
+      // dS^T to shared memory for dQ: rows are keys, columns queries (two per 32-bit word).
+      const uint32_t ds_tile = base + Traits::kDS;
+      const int r_lo = warp * 16 + g;
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo, 2 * kq) + 4 * t),
+                   "r"(dsa[0]));
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo + 8, 2 * kq) + 4 * t),
+                   "r"(dsa[1]));
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo, 2 * kq + 1) + 4 * t),
+                   "r"(dsa[2]));
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo + 8, 2 * kq + 1) + 4 * t),
+                   "r"(dsa[3]));
+#pragma unroll
+      for (int dp2 = 0; dp2 < kDTiles / 2; ++dp2) {
+        uint32_t dob[4], qb[4];
+        const int row = kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7);
+        ldmatrix_x4_trans(dob, swizzled<kRowBytes>(do_tile, row, 2 * dp2 + (lane >> 4)));
+        ldmatrix_x4_trans(qb, swizzled<kRowBytes>(q_tile, row, 2 * dp2 + (lane >> 4)));
+        mma_16816<Element>(dv[2 * dp2], pa, dob[0], dob[1]);
+        mma_16816<Element>(dv[2 * dp2 + 1], pa, dob[2], dob[3]);
+        mma_16816<Element>(dk[2 * dp2], dsa, qb[0], qb[1]);
+        mma_16816<Element>(dk[2 * dp2 + 1], dsa, qb[2], qb[3]);
+      }
+    }
+    __syncthreads();  // all of dS^T is in shared memory
+
+    // dQ rows row0 + 16 warp .. + 15: dS (from dS^T, transposed by ldmatrix) times K.
+    {
+      float dq[kDTiles][4];
+#pragma unroll
+      for (int dt = 0; dt < kDTiles; ++dt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dq[dt][e] = 0.f;
+      const uint32_t ds_tile = base + Traits::kDS;
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        uint32_t a[4];
+        const int j = lane >> 3;
+        ldmatrix_x4_trans(a, swizzled<kDsRowBytes>(ds_tile, kk * 16 + ((j >> 1) << 3) + (lane & 7), 2 * warp + (j & 1)));
+#pragma unroll
+        for (int dp2 = 0; dp2 < kDTiles / 2; ++dp2) {
+          uint32_t kb[4];
+          ldmatrix_x4_trans(kb, swizzled<kRowBytes>(k_tile, kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
+                                                    2 * dp2 + (lane >> 4)));
+          mma_16816<Element>(dq[2 * dp2], a, kb[0], kb[1]);
+          mma_16816<Element>(dq[2 * dp2 + 1], a, kb[2], kb[3]);
+        }
+      }
+      const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int query = row0 + warp * 16 + g + 8 * half;
+        if (query >= p.seq_q) continue;
+        float* dst = p.dq_accum + (row_base + query) * kHeadDim + 2 * t;
+#pragma unroll
+        for (int dt = 0; dt < kDTiles; ++dt) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+          asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + dt * 8), "f"(dq[dt][2 * half]),
+                       "f"(dq[dt][2 * half + 1])
+                       : "memory");
+#else
+          atomicAdd(dst + dt * 8, dq[dt][2 * half]);
+          atomicAdd(dst + dt * 8 + 1, dq[dt][2 * half + 1]);
+#endif
+        }
+      }
+    }
+    // The next step's loads go to the other stage; this step's Q/dO/dS^T are overwritten only
+    // after the barrier at its top, which every warp reaches after finishing here.
+  }
+  cp_async_wait<0>();
+
+  // dK and dV of the block's keys (dS was scaled already: dK = scale dS^T Q).
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int key = warp * 16 + g + 8 * half;
+    if (key >= keys_here) continue;
+    Element* dk_row = static_cast<Element*>(p.dk) + kv_offset + static_cast<int64_t>(key) * kHeadDim + 2 * t;
+    Element* dv_row = static_cast<Element*>(p.dv) + kv_offset + static_cast<int64_t>(key) * kHeadDim + 2 * t;
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; ++dt) {
+      *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<Element>(dk[dt][2 * half], dk[dt][2 * half + 1]);
+      *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<Element>(dv[dt][2 * half], dv[dt][2 * half + 1]);
+    }
+  }
+#endif
+}
+
+// D = rowsum(dO * O) for each query row (one warp per row), and that row of the dQ accumulator
+// zeroed; a row that saw no key (lse -inf) gets D = 0 (its P is 0 anyway).
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_constant__ FlashBwdParams p) {
+  constexpr int kPerLane = kHeadDim / 32;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.seq_q;
+  if (row >= rows) return;
+  const Element* o = static_cast<const Element*>(p.o) + row * kHeadDim + lane * kPerLane;
+  const Element* d_o = static_cast<const Element*>(p.d_o) + row * kHeadDim + lane * kPerLane;
+  float sum = 0.f;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) sum += static_cast<float>(o[j]) * static_cast<float>(d_o[j]);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  float* accum = p.dq_accum + row * kHeadDim + lane * kPerLane;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) accum[j] = 0.f;
+  if (lane == 0) p.d_sum[row] = p.lse[row] == -INFINITY ? 0.f : sum;
+}
+
+// dQ = the accumulator in the input's type, two elements per thread.
+template <typename Element, int kHeadDim>
+__global__ void __launch_bounds__(256) flash_bwd_convert_dq_kernel(const __grid_constant__ FlashBwdParams p) {
+  const int64_t pairs = static_cast<int64_t>(p.batch) * p.heads * p.seq_q * kHeadDim / 2;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < pairs;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float2 value = reinterpret_cast<const float2*>(p.dq_accum)[i];
+    reinterpret_cast<uint32_t*>(p.dq)[i] = pack2<Element>(value.x, value.y);
+  }
+}
+
+}  // namespace attnprof::kernels::flash_bwd

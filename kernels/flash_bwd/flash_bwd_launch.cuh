@@ -1,0 +1,39 @@
+// Host side of one flash backward instantiation: the definitions behind FlashBackward, included
+// only by the instance files (flash_bwd_<dtype>_d<dim>.cu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "common/element_type.cuh"
+#include "flash_bwd/flash_bwd_instances.hpp"
+#include "flash_bwd/flash_bwd_kernel.cuh"
+
+namespace attnprof::kernels {
+
+template <DType kDType, int kHeadDim>
+cudaError_t FlashBackward<kDType, kHeadDim>::prepare() {
+  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim>;
+  return cudaFuncSetAttribute(flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              Traits::kSmemBytes);
+}
+
+template <DType kDType, int kHeadDim>
+void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaStream_t stream) {
+  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim>;
+  const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
+  flash_bwd::flash_bwd_dot_do_o_kernel<Element<kDType>, kHeadDim>
+      <<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(params);
+  if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure
+  // Keys on x (no 65535 limit), K/V heads on y, sequences on z.
+  const dim3 grid(static_cast<unsigned>((params.seq_kv + Traits::kBlockN - 1) / Traits::kBlockN),
+                  static_cast<unsigned>(params.heads_kv), static_cast<unsigned>(params.batch));
+  flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
+  if (cudaPeekAtLastError() != cudaSuccess) return;
+  const long long pairs = rows * kHeadDim / 2;
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>((pairs + 255) / 256, 132LL * 16));
+  flash_bwd::flash_bwd_convert_dq_kernel<Element<kDType>, kHeadDim><<<blocks, 256, 0, stream>>>(params);
+}
+
+}  // namespace attnprof::kernels
