@@ -1,7 +1,7 @@
 // Host launchers of flash's backward pass, FlashAttention-2 style: three kernels per call.
 //   flash_bwd_dot_do_o_kernel    D = rowsum(dO * O) per query row (fp32), and the fp32 dQ
 //                                accumulator of that row zeroed
-//   flash_bwd_dq_dk_dv_kernel    one block per (64 keys, K/V head, sequence): K and V stay in
+//   flash_bwd_dq_dk_dv_kernel    one block per (128 keys, K/V head, sequence): K and V stay in
 //                                shared memory while the block walks the query rows that see
 //                                them (every query head of the K/V head's group), recomputing
 //                                P = exp(S - lse) from the forward's logsumexp; dK and dV

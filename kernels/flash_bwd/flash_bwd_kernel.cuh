@@ -1,6 +1,6 @@
 // flash's backward kernels (see flash_bwd.hpp for the three roles), generic over FlashBwdTraits.
 //
-// Main kernel, one block of 4 warps per (64 keys, K/V head, sequence). K and V of the block's
+// Main kernel, one block of 8 warps per (128 keys, K/V head, sequence). K and V of the block's
 // keys are loaded once; the block then walks tiles of 64 query rows (of every query head of the
 // group, only those whose band reaches the keys), Q and dO double-buffered with cp.async. Warp w
 // owns keys 16w..16w+15, as the M rows of its mma.sync tiles:
@@ -10,9 +10,12 @@
 //   dP^T = V dO^T
 //   dS^T = P^T (dP^T - D) * scale
 //   dK  += dS^T Q           (Q by ldmatrix.trans)
-// dS^T goes to shared memory; then warp w computes dQ for query rows 16w..16w+15 of the tile,
+// dS^T goes to shared memory; then warp w computes dQ for query rows 16 (w % 4) .. + 15 of the
+// tile and half w / 4 of the head dim,
 //   dQ = dS K                (dS by ldmatrix.trans of dS^T, K by ldmatrix.trans)
-// and adds it to the fp32 accumulator (red.global.add, two floats at a time). Shared tiles are
+// and adds it to the fp32 accumulator (red.global.add, two floats at a time). 128 keys per block
+// rather than 64 halve those atomic adds per FLOP (at 64 the L2's atomic traffic bounded the
+// kernel: docs/perf/NOTES.md). Shared tiles are
 // rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no ldmatrix bank conflicts).
 #pragma once
 
@@ -44,9 +47,9 @@ template <typename Element_, int kHeadDim_>
 struct FlashBwdTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockN = 64;  // keys per block
-  static constexpr int kBlockM = 64;  // query rows per step
-  static constexpr int kWarps = 4;
+  static constexpr int kBlockN = 128;  // keys per block: 16 per warp
+  static constexpr int kBlockM = 64;   // query rows per step: 16 per dQ row group of warps
+  static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
   static constexpr int kChunksPerRow = kRowBytes / 16;
@@ -63,7 +66,8 @@ struct FlashBwdTraits {
   static constexpr int kDsum = kLse + 2 * kBlockM * 4;
   static constexpr int kSmemBytes = kDsum + 2 * kBlockM * 4;
   static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles over the head dim
-  static_assert(kHeadDim % 64 == 0 && kBlockN == kWarps * 16 && kBlockM == kWarps * 16);
+  static_assert(kHeadDim % 64 == 0 && kBlockN == kWarps * 16 && kBlockM == 64 && kWarps == 8,
+                "dQ: warp w takes rows 16 (w % 4) and half w / 4 of the head dim");
 };
 
 // Swizzled shared address of 16-byte chunk `chunk` of row `row` in a tile of kRowBytes rows.
@@ -249,11 +253,15 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
     }
     __syncthreads();  // all of dS^T is in shared memory
 
-    // dQ rows row0 + 16 warp .. + 15: dS (from dS^T, transposed by ldmatrix) times K.
+    // dQ rows row0 + 16 (warp % 4) .. + 15, columns of half warp / 4 of the head dim: dS (from
+    // dS^T, transposed by ldmatrix) times K.
     {
-      float dq[kDTiles][4];
+      constexpr int kHalfTiles = kDTiles / 2;
+      const int row_group = warp & 3;
+      const int col_tile0 = (warp >> 2) * kHalfTiles;
+      float dq[kHalfTiles][4];
 #pragma unroll
-      for (int dt = 0; dt < kDTiles; ++dt)
+      for (int dt = 0; dt < kHalfTiles; ++dt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) dq[dt][e] = 0.f;
       const uint32_t ds_tile = base + Traits::kDS;
@@ -261,12 +269,13 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
         uint32_t a[4];
         const int j = lane >> 3;
-        ldmatrix_x4_trans(a, swizzled<kDsRowBytes>(ds_tile, kk * 16 + ((j >> 1) << 3) + (lane & 7), 2 * warp + (j & 1)));
+        ldmatrix_x4_trans(a, swizzled<kDsRowBytes>(ds_tile, kk * 16 + ((j >> 1) << 3) + (lane & 7),
+                                                   2 * row_group + (j & 1)));
 #pragma unroll
-        for (int dp2 = 0; dp2 < kDTiles / 2; ++dp2) {
+        for (int dp2 = 0; dp2 < kHalfTiles / 2; ++dp2) {
           uint32_t kb[4];
           ldmatrix_x4_trans(kb, swizzled<kRowBytes>(k_tile, kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
-                                                    2 * dp2 + (lane >> 4)));
+                                                    col_tile0 + 2 * dp2 + (lane >> 4)));
           mma_16816<Element>(dq[2 * dp2], a, kb[0], kb[1]);
           mma_16816<Element>(dq[2 * dp2 + 1], a, kb[2], kb[3]);
         }
@@ -274,11 +283,11 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
       const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int query = row0 + warp * 16 + g + 8 * half;
+        const int query = row0 + row_group * 16 + g + 8 * half;
         if (query >= p.seq_q) continue;
-        float* dst = p.dq_accum + (row_base + query) * kHeadDim + 2 * t;
+        float* dst = p.dq_accum + (row_base + query) * kHeadDim + col_tile0 * 8 + 2 * t;
 #pragma unroll
-        for (int dt = 0; dt < kDTiles; ++dt) {
+        for (int dt = 0; dt < kHalfTiles; ++dt) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
           asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + dt * 8), "f"(dq[dt][2 * half]),
                        "f"(dq[dt][2 * half + 1])

@@ -261,6 +261,7 @@ class FlashBackend final : public AttentionBackend {
     in.sm_count = sm_count_;
     in.blocks_per_sm = found->second;
     in.min_tiles_per_split = kernels::kDecodeWarps;
+    in.warps = kernels::kDecodeWarps;
     in.max_splits = kernels::kDecodeMaxSplits;
     decode_splits_ = kernels::choose_decode_splits(in);
     if (decode_splits_override() > 0) decode_splits_ = std::min(decode_splits_override(), in.key_tiles);

@@ -39,8 +39,18 @@ TEST(DecodeSplit, FewBlocksAgainstLongSequencesSplit) {
 TEST(DecodeSplit, PrefersTheFullestSingleWave) {
   // 8 sequences x 8 K/V heads: 4 splits fill 256 of 264 slots in one wave (8 would take two).
   EXPECT_EQ(choose_decode_splits(h200(8 * 8, 32768 / 16)), 4);
-  // 1 x 8: 33 splits fill all 264 slots.
-  EXPECT_EQ(choose_decode_splits(h200(1 * 8, 131072 / 16)), 33);
+  // 1 x 8 against 8191 tiles (a prime: no even split): 33 splits fill all 264 slots.
+  EXPECT_EQ(choose_decode_splits(h200(1 * 8, 8191)), 33);
+  // With 4 warps per block, 32 splits of 256 tiles (64 per warp) fill 256 slots evenly, where 33
+  // would leave splits of 249 and 224 tiles; a prime tile count has no even split: the fullest wave.
+  DecodeSplitInputs even = h200(1 * 8, 131072 / 16);
+  even.warps = 4;
+  EXPECT_EQ(choose_decode_splits(even), 32);
+  even.key_tiles = 8191;
+  EXPECT_EQ(choose_decode_splits(even), 33);
+  even = h200(8 * 8, 32768 / 16);
+  even.warps = 4;
+  EXPECT_EQ(choose_decode_splits(even), 4);
   // 2 x 8: 16 splits, 256 slots.
   EXPECT_EQ(choose_decode_splits(h200(2 * 8, 32768 / 16)), 16);
   // 100 blocks: 2 splits fill only 200 slots (76%); no single wave is full enough, so the

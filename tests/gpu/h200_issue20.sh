@@ -28,7 +28,10 @@ case "${1:-attribution}" in
     "$B/tests/gpu_backward_test" > "$OUT/backward_test.log" 2>&1; echo "rc=$?"
     grep -E "^\[  (PASSED|FAILED|SKIPPED) *\]|run to run|dQ .* dK|backward:" "$OUT/backward_test.log" | head -70
     echo "=== configs/backward.json ($(date +%T))"
-    "$A" run --config configs/backward.json --out "$OUT/bwd" > "$OUT/bwd.txt" 2> "$OUT/bwd.err"; echo "rc=$?"
-    cat "$OUT/bwd.txt" | head -80; tail -5 "$OUT/bwd.err"
+    "$A" run --config configs/backward.json --out "$OUT/bwd" ${BACKENDS:+--backends $BACKENDS} > "$OUT/bwd.txt" 2> "$OUT/bwd.err"
+    echo "rc=$?"; cat "$OUT/bwd.txt" | head -80; tail -5 "$OUT/bwd.err"
+    echo "=== PyTorch's backward beside it ($(date +%T))"
+    PYTHONUNBUFFERED=1 timeout 300 python3 docs/perf/torch_backward_bench.py --compare "$OUT/bwd/summary.json" 2>&1 \
+      | grep -v Warning | tee "$OUT/bwd_torch.md"
     ;;
 esac
