@@ -184,6 +184,15 @@ AttentionProblem ragged(AttentionProblem p, std::vector<int> lens_q, std::vector
   return p;
 }
 
+// Per sequence, a bottom-right causal band seen from one query row masks nothing (paged or
+// ragged decode): no mask in the graph. Two rows, or top-left, keep it.
+TEST(CudnnSupport, PerSequenceDecodeDropsTheVacuousCausalMask) {
+  EXPECT_FALSE(sdpa_band(ragged(problem(3, 8, 2, 1, 4096, 64, kCausalBottomRight), {}, {}, 16)).masked());
+  EXPECT_FALSE(sdpa_band(ragged(problem(3, 8, 2, 1, 4096, 64, kCausalBottomRight), {1, 1, 1}, {4096, 17, 1})).masked());
+  EXPECT_TRUE(sdpa_band(ragged(problem(3, 8, 2, 2, 4096, 64, kCausalBottomRight), {2, 1, 1}, {4096, 17, 1})).masked());
+  EXPECT_TRUE(sdpa_band(ragged(problem(3, 8, 2, 1, 4096, 64, kCausal), {}, {}, 16)).masked());
+}
+
 std::string ragged_label(const AttentionProblem& p) {
   const AttentionShape& s = p.shape;
   return fmt::format("{} q[{}] kv[{}]{}", label(p), fmt::join(s.seq_lens_q, ","), fmt::join(s.seq_lens_kv, ","),
