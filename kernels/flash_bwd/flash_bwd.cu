@@ -22,12 +22,18 @@ bool flash_bwd_has_kernel(DType dtype, int head_dim) {
   return (dtype == DType::bf16 || dtype == DType::fp16) && (head_dim == 64 || head_dim == 128);
 }
 
-cudaError_t flash_bwd_prepare(DType dtype, int head_dim) {
-  return with_instance(dtype, head_dim, [&](auto instance) { return decltype(instance)::prepare(); });
+cudaError_t flash_bwd_prepare(DType dtype, int head_dim, bool fused) {
+  return with_instance(dtype, head_dim, [&](auto instance) { return decltype(instance)::prepare(fused); });
 }
 
 void flash_backward(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream) {
   with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(params, stream); });
+}
+
+cudaError_t flash_backward_fused(const FlashBwdParams& params, DType dtype, int head_dim, bool zero_dq,
+                                 cudaStream_t stream) {
+  return with_instance(dtype, head_dim,
+                       [&](auto instance) { return decltype(instance)::launch_fused(params, zero_dq, stream); });
 }
 
 }  // namespace attnprof::kernels

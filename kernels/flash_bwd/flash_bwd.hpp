@@ -8,15 +8,35 @@
 //                                accumulate in registers, dQ goes to the fp32 accumulator with
 //                                atomic adds (so dQ's summation order varies run to run)
 //   flash_bwd_convert_dq_kernel  the accumulator to dQ in the input's type
-// Plain C++: callable from g++-compiled code (lib/backends/flash.cpp).
+// The same main kernel also runs fused (the efficient backend's backward, one kernel after a
+// memset, like xformers' cutlassB): each step computes D = rowsum(dO * O) from an O tile itself,
+// and the last key block to add into a tile of dQ rows (an arrival counter per (sequence, head,
+// tile of rows), the expected count from flash_bwd_tile_arrivals) converts those rows.
+// Plain C++: callable from g++-compiled code (lib/backends/flash.cpp, efficient.cpp).
 #pragma once
 
 #include <cuda_runtime_api.h>
+
+#include <vector>
 
 #include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 
 namespace attnprof::kernels {
+
+// The main kernel's tiles: keys per block (16 per warp), query rows per step.
+inline constexpr int kFlashBwdBlockKeys = 128;
+inline constexpr int kFlashBwdBlockRows = 64;
+
+// The query rows that see any key of [key0, key1]: [*first, *last] (empty when *last < *first).
+// Row i sees key j when low <= j - i <= high: i in [j - high, j - low].
+ATTNPROF_HOST_DEVICE inline void flash_bwd_query_span(const MaskBounds& m, int key0, int key1, int seq_q, int* first,
+                                                      int* last) {
+  const long long lo = static_cast<long long>(key0) - m.high;
+  const long long hi = static_cast<long long>(key1) - m.low;
+  *first = static_cast<int>(lo < 0 ? 0 : lo);
+  *last = static_cast<int>(hi > seq_q - 1 ? seq_q - 1 : hi);
+}
 
 // Dense layouts only: q, o, dO, dQ [batch, heads, seq_q, head_dim]; k, v, dK, dV [batch,
 // heads_kv, seq_kv, head_dim]; lse [batch, heads, seq_q] natural log (-inf: a row without keys).
@@ -31,7 +51,9 @@ struct FlashBwdParams {
   void* dk = nullptr;
   void* dv = nullptr;
   float* dq_accum = nullptr;  // [batch, heads, seq_q, head_dim] fp32 workspace
-  float* d_sum = nullptr;     // [batch, heads, seq_q] fp32 workspace: rowsum(dO * O)
+  float* d_sum = nullptr;     // [batch, heads, seq_q] fp32 workspace: rowsum(dO * O) (not fused)
+  int* dq_arrivals = nullptr;             // fused: [batch, heads, row tiles], zero before the call
+  const int* dq_tile_arrivals = nullptr;  // fused: [row tiles] key blocks that add into each tile
   int batch = 0;
   int heads = 0;
   int heads_kv = 0;
@@ -50,10 +72,39 @@ inline long long flash_bwd_workspace_floats(const AttentionShape& s) {
   return rows * (s.head_dim + 1);
 }
 
-// Raises the main kernel's dynamic shared-memory limit (once per instantiation).
-cudaError_t flash_bwd_prepare(DType dtype, int head_dim);
+// Raises the main kernel's dynamic shared-memory limit (once per instantiation and variant).
+cudaError_t flash_bwd_prepare(DType dtype, int head_dim, bool fused);
 
 // Enqueues the three kernels; the caller checks the launches.
 void flash_backward(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream);
+
+// For each tile of kFlashBwdBlockRows query rows, how many key blocks add into its dQ (the same
+// spans the kernel walks): what the fused kernel's arrival counters count up to. A tile no key
+// block visits has 0 (its rows see no key: dQ is 0 there, and nobody converts them).
+inline std::vector<int> flash_bwd_tile_arrivals(const MaskBounds& mask, int seq_q, int seq_kv) {
+  const int tiles = (seq_q + kFlashBwdBlockRows - 1) / kFlashBwdBlockRows;
+  std::vector<int> arrivals(static_cast<std::size_t>(tiles), 0);
+  for (int key0 = 0; key0 < seq_kv; key0 += kFlashBwdBlockKeys) {
+    const int key1 = (key0 + kFlashBwdBlockKeys < seq_kv ? key0 + kFlashBwdBlockKeys : seq_kv) - 1;
+    int first = 0, last = -1;
+    flash_bwd_query_span(mask, key0, key1, seq_q, &first, &last);
+    if (last < first) continue;
+    for (int t = first / kFlashBwdBlockRows; t <= last / kFlashBwdBlockRows; ++t) ++arrivals[static_cast<std::size_t>(t)];
+  }
+  return arrivals;
+}
+
+// Bytes the fused variant's zeroed workspace takes: the fp32 dQ accumulator, then the counters.
+inline long long flash_bwd_fused_workspace_bytes(const AttentionShape& s) {
+  const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
+  const long long tiles = (s.seq_q + kFlashBwdBlockRows - 1) / kFlashBwdBlockRows;
+  return rows * s.head_dim * 4 + static_cast<long long>(s.batch) * s.heads * tiles * 4;
+}
+
+// The fused variant: one memset of the workspace (params.dq_accum, then params.dq_arrivals,
+// contiguous), `zero_dq` another of dQ (when a tile has no arrivals), then one kernel. Returns
+// the memsets' error; the caller checks the kernel's launch.
+cudaError_t flash_backward_fused(const FlashBwdParams& params, DType dtype, int head_dim, bool zero_dq,
+                                 cudaStream_t stream);
 
 }  // namespace attnprof::kernels

@@ -12,10 +12,13 @@ namespace attnprof::kernels {
 
 template <DType kDType, int kHeadDim>
 struct FlashBackward {
-  // Raises the main kernel's dynamic shared-memory limit.
-  static cudaError_t prepare();
+  // Raises the main kernel's dynamic shared-memory limit (the three-kernel or the fused variant).
+  static cudaError_t prepare(bool fused);
   // Enqueues the three kernels.
   static void launch(const FlashBwdParams& params, cudaStream_t stream);
+  // Enqueues the fused variant's memsets and its one kernel.
+  // Returns the memsets' error; the kernel's launch error stays in the runtime's last error.
+  static cudaError_t launch_fused(const FlashBwdParams& params, bool zero_dq, cudaStream_t stream);
 };
 
 }  // namespace attnprof::kernels

@@ -13,7 +13,9 @@
 // dS^T goes to shared memory; then warp w computes dQ for query rows 16 (w % 4) .. + 15 of the
 // tile and half w / 4 of the head dim,
 //   dQ = dS K                (dS by ldmatrix.trans of dS^T, K by ldmatrix.trans)
-// and adds it to the fp32 accumulator (red.global.add, two floats at a time). 128 keys per block
+// and adds it to the fp32 accumulator (red.global.add, two floats at a time). Fused
+// (Traits::kFused, the efficient backend's): D comes from an O tile each step, and the block that
+// brings a tile of dQ rows its last addition converts them (flash_bwd.hpp). 128 keys per block
 // rather than 64 halve those atomic adds per FLOP (at 64 the L2's atomic traffic bounded the
 // kernel: docs/perf/NOTES.md). Shared tiles are
 // rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no ldmatrix bank conflicts).
@@ -43,12 +45,13 @@ using flash::shared_address;
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <typename Element_, int kHeadDim_>
+template <typename Element_, int kHeadDim_, bool kFused_>
 struct FlashBwdTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockN = 128;  // keys per block: 16 per warp
-  static constexpr int kBlockM = 64;   // query rows per step: 16 per dQ row group of warps
+  static constexpr bool kFused = kFused_;  // D from an O tile, dQ converted by the last block
+  static constexpr int kBlockN = kFlashBwdBlockKeys;  // keys per block: 16 per warp
+  static constexpr int kBlockM = kFlashBwdBlockRows;  // query rows per step: 16 per dQ row group
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
@@ -56,12 +59,13 @@ struct FlashBwdTraits {
   static constexpr int kKVTileBytes = kBlockN * kRowBytes;
   static constexpr int kQTileBytes = kBlockM * kRowBytes;
   static constexpr int kDsRowBytes = kBlockM * static_cast<int>(sizeof(Element));  // dS^T: keys x queries
-  // Layout: K | V | Q[2] | dO[2] | dS^T | lse[2][kBlockM] | D[2][kBlockM]
+  // Layout: K | V | Q[2] | dO[2] | O[2] (fused) | dS^T | lse[2][kBlockM] | D[2][kBlockM]
   static constexpr int kK = 0;
   static constexpr int kV = kK + kKVTileBytes;
   static constexpr int kQ = kV + kKVTileBytes;
   static constexpr int kDO = kQ + 2 * kQTileBytes;
-  static constexpr int kDS = kDO + 2 * kQTileBytes;
+  static constexpr int kO = kDO + 2 * kQTileBytes;
+  static constexpr int kDS = kO + (kFused ? 2 * kQTileBytes : 0);
   static constexpr int kLse = kDS + kBlockN * kDsRowBytes;
   static constexpr int kDsum = kLse + 2 * kBlockM * 4;
   static constexpr int kSmemBytes = kDsum + 2 * kBlockM * 4;
@@ -90,20 +94,10 @@ __device__ __forceinline__ void copy_rows(uint32_t tile, const typename Traits::
   }
 }
 
-// The query rows that see any key of [key0, key1]: [first, last] (empty when last < first).
-__device__ __forceinline__ void query_span(const MaskBounds& m, int key0, int key1, int seq_q, int* first, int* last) {
-  // Row i sees key j when low <= j - i <= high: i in [j - high, j - low].
-  const long long lo = static_cast<long long>(key0) - m.high;
-  const long long hi = static_cast<long long>(key1) - m.low;
-  *first = static_cast<int>(lo < 0 ? 0 : lo);
-  *last = static_cast<int>(hi > seq_q - 1 ? seq_q - 1 : hi);
-}
 
+// The main kernel's body; its two kernels below give the variants their names in a trace.
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(const __grid_constant__ FlashBwdParams p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();  // cp.async, bf16 mma.sync and ldmatrix need sm_80
-#else
+__device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   using Element = typename Traits::Element;
   constexpr int kHeadDim = Traits::kHeadDim;
   constexpr int kBlockM = Traits::kBlockM;
@@ -124,7 +118,7 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
 
   // The query rows whose band reaches these keys, in tiles of kBlockM; every head of the group.
   int first_row = 0, last_row = -1;
-  query_span(p.mask, key0, key0 + keys_here - 1, p.seq_q, &first_row, &last_row);
+  flash_bwd_query_span(p.mask, key0, key0 + keys_here - 1, p.seq_q, &first_row, &last_row);
   const int tile0 = first_row / kBlockM;
   const int tiles_per_head = last_row >= first_row ? last_row / kBlockM + 1 - tile0 : 0;
   const int steps = tiles_per_head * p.group_size;
@@ -149,9 +143,12 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
                       static_cast<const Element*>(p.q) + row_base * kHeadDim, kBlockM, valid, tid);
     copy_rows<Traits>(base + Traits::kDO + stage * Traits::kQTileBytes,
                       static_cast<const Element*>(p.d_o) + row_base * kHeadDim, kBlockM, valid, tid);
+    if constexpr (Traits::kFused)
+      copy_rows<Traits>(base + Traits::kO + stage * Traits::kQTileBytes,
+                        static_cast<const Element*>(p.o) + row_base * kHeadDim, kBlockM, valid, tid);
     // lse and D by 4-byte cp.async (rows past seq_q read nothing and hold 0; their P is masked),
     // so no thread waits on a global load here. A row with lse -inf saw no key: its P is 0.
-    if (tid < 2 * kBlockM) {
+    if (tid < (Traits::kFused ? 1 : 2) * kBlockM) {  // fused: D comes from the O tile
       const int i = tid % kBlockM;
       const bool ok = i < valid;
       const float* src = (tid < kBlockM ? p.lse : p.d_sum) + (ok ? row_base + i : 0);
@@ -176,6 +173,27 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
 
     const uint32_t q_tile = base + Traits::kQ + stage * Traits::kQTileBytes;
     const uint32_t do_tile = base + Traits::kDO + stage * Traits::kQTileBytes;
+    if constexpr (Traits::kFused) {
+      // D = rowsum(dO * O) of the step's rows: four threads per row, a quarter of its chunks each.
+      const uint32_t o_tile = base + Traits::kO + stage * Traits::kQTileBytes;
+      const int row = tid >> 2;
+      constexpr int kQuarter = Traits::kChunksPerRow / 4;
+      float sum = 0.f;
+#pragma unroll
+      for (int c = 0; c < kQuarter; ++c) {
+        const int chunk = (tid & 3) * kQuarter + c;
+        const uint4 a = *reinterpret_cast<const uint4*>(smem + (swizzled<kRowBytes>(do_tile, row, chunk) - base));
+        const uint4 o = *reinterpret_cast<const uint4*>(smem + (swizzled<kRowBytes>(o_tile, row, chunk) - base));
+        const Element* ae = reinterpret_cast<const Element*>(&a);
+        const Element* oe = reinterpret_cast<const Element*>(&o);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) sum += static_cast<float>(ae[j]) * static_cast<float>(oe[j]);
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if ((tid & 3) == 0) dsum_s[stage * kBlockM + row] = sum;
+      __syncthreads();
+    }
     const uint32_t k_tile = base + Traits::kK;
     const uint32_t v_tile = base + Traits::kV;
     const int row0 = (tile0 + step % tiles_per_head) * kBlockM;
@@ -305,6 +323,28 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
         }
       }
     }
+    if constexpr (Traits::kFused) {
+      // Count this block in for the tile's dQ rows; the last of its key blocks converts them.
+      __shared__ bool last;
+      __threadfence();  // this block's adds are visible device-wide before it counts itself in
+      __syncthreads();
+      const int tile = row0 / kBlockM;
+      const int64_t tile_index = (static_cast<int64_t>(b) * p.heads + h) * ((p.seq_q + kBlockM - 1) / kBlockM) + tile;
+      if (tid == 0) last = atomicAdd(p.dq_arrivals + tile_index, 1) == p.dq_tile_arrivals[tile] - 1;
+      __syncthreads();
+      if (last) {
+        __threadfence();
+        const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q + row0;
+        const int rows = min(kBlockM, p.seq_q - row0);
+        for (int index = tid; index < rows * kHeadDim / 4; index += Traits::kThreads) {
+          const float4 v = __ldcg(reinterpret_cast<const float4*>(p.dq_accum + row_base * kHeadDim) + index);
+          uint2 packed;
+          packed.x = pack2<Element>(v.x, v.y);
+          packed.y = pack2<Element>(v.z, v.w);
+          reinterpret_cast<uint2*>(static_cast<Element*>(p.dq) + row_base * kHeadDim)[index] = packed;
+        }
+      }
+    }
     // The next step's loads go to the other stage; this step's Q/dO/dS^T are overwritten only
     // after the barrier at its top, which every warp reaches after finishing here.
   }
@@ -323,6 +363,26 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
       *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<Element>(dv[dt][2 * half], dv[dt][2 * half + 1]);
     }
   }
+}
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(const __grid_constant__ FlashBwdParams p) {
+  static_assert(!Traits::kFused);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // cp.async, bf16 mma.sync and ldmatrix need sm_80
+#else
+  dq_dk_dv_block<Traits>(p);
+#endif
+}
+
+// The efficient backend's backward: the whole backward in one kernel (after a memset).
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads) efficient_bwd_fused_kernel(const __grid_constant__ FlashBwdParams p) {
+  static_assert(Traits::kFused);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();
+#else
+  dq_dk_dv_block<Traits>(p);
 #endif
 }
 

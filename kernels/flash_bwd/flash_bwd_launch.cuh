@@ -13,15 +13,38 @@
 namespace attnprof::kernels {
 
 template <DType kDType, int kHeadDim>
-cudaError_t FlashBackward<kDType, kHeadDim>::prepare() {
-  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim>;
+cudaError_t FlashBackward<kDType, kHeadDim>::prepare(bool fused) {
+  if (fused) {
+    using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, true>;
+    return cudaFuncSetAttribute(flash_bwd::efficient_bwd_fused_kernel<Traits>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+  }
+  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, false>;
   return cudaFuncSetAttribute(flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               Traits::kSmemBytes);
 }
 
 template <DType kDType, int kHeadDim>
+cudaError_t FlashBackward<kDType, kHeadDim>::launch_fused(const FlashBwdParams& params, bool zero_dq, cudaStream_t stream) {
+  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, true>;
+  const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
+  const long long tiles = (params.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  // The accumulator and the counters are one zeroed region (flash_bwd_fused_workspace_bytes).
+  const std::size_t bytes = static_cast<std::size_t>(rows * kHeadDim * 4 + static_cast<long long>(params.batch) *
+                                                                              params.heads * tiles * 4);
+  cudaError_t status = cudaMemsetAsync(params.dq_accum, 0, bytes, stream);
+  if (status == cudaSuccess && zero_dq)
+    status = cudaMemsetAsync(params.dq, 0, static_cast<std::size_t>(rows * kHeadDim) * sizeof(Element<kDType>), stream);
+  if (status != cudaSuccess) return status;
+  const dim3 grid(static_cast<unsigned>((params.seq_kv + Traits::kBlockN - 1) / Traits::kBlockN),
+                  static_cast<unsigned>(params.heads_kv), static_cast<unsigned>(params.batch));
+  flash_bwd::efficient_bwd_fused_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
+  return cudaSuccess;
+}
+
+template <DType kDType, int kHeadDim>
 void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaStream_t stream) {
-  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim>;
+  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, false>;
   const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
   flash_bwd::flash_bwd_dot_do_o_kernel<Element<kDType>, kHeadDim>
       <<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(params);

@@ -6,6 +6,10 @@
 // Ragged batches run packed, in the same one kernel: each block reads its sequence's lengths and
 // offsets (cumulative offsets of the packed q/o and k/v) and masks by that sequence's own
 // bounds. A paged K/V cache is not read: like PyTorch's, this kernel reads K/V contiguous.
+// Backward (bf16/fp16, head dims 64 and 128, dense): one fused kernel after one memset, as
+// xformers' cutlassB (PyTorch's efficient backward) is one kernel and a fill: flash's backward
+// kernel in its fused variant (kernels/flash_bwd): D = rowsum(dO O) computed in the kernel, dQ
+// added in fp32 and converted by the last key block to reach each tile of query rows.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -14,13 +18,16 @@
 #include <stdexcept>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "backends/factories.hpp"
 #include "core/mask_bounds.hpp"
 #include "efficient/efficient.hpp"
+#include "flash_bwd/flash_bwd.hpp"
 #include "gpu/cuda_check.hpp"
+#include "gpu/device_memory.hpp"
 
 namespace attnprof {
 namespace {
@@ -80,8 +87,48 @@ class EfficientBackend final : public AttentionBackend {
     return std::nullopt;
   }
 
+  Unsupported check_backward(const AttentionProblem& problem) const override {
+    const AttentionShape& s = problem.shape;
+    if (!kernels::flash_bwd_has_kernel(problem.dtype, s.head_dim))
+      return fmt::format("efficient's backward has kernels for bf16 and fp16 at head dims 64 and 128 (got {} d{})",
+                         to_string(problem.dtype), s.head_dim);
+    if (problem.has_bias) return std::string("efficient's backward takes no additive bias (no dBias)");
+    return std::nullopt;
+  }
+
+  void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
+    const AttentionShape& s = problem.shape;
+    if (!backward_problem_ || !(*backward_problem_ == problem))
+      throw std::logic_error("efficient: run_backward() of a problem before prepare() of that problem");
+    kernels::FlashBwdParams params;
+    params.q = buffers.q;
+    params.k = buffers.k;
+    params.v = buffers.v;
+    params.o = buffers.o;
+    params.d_o = buffers.d_o;
+    params.lse = buffers.lse;
+    params.dq = buffers.dq;
+    params.dk = buffers.dk;
+    params.dv = buffers.dv;
+    params.dq_accum = backward_workspace_.as<float>();
+    params.dq_arrivals =
+        reinterpret_cast<int*>(params.dq_accum + static_cast<long long>(s.batch) * s.heads * s.seq_q * s.head_dim);
+    params.dq_tile_arrivals = tile_arrivals_.as<const int>();
+    params.batch = s.batch;
+    params.heads = s.heads;
+    params.heads_kv = s.kv_heads();
+    params.group_size = s.group_size();
+    params.seq_q = s.seq_q;
+    params.seq_kv = s.seq_kv;
+    params.scale = problem.softmax_scale();
+    params.mask = mask_bounds(problem);
+    CUDA_CHECK(kernels::flash_backward_fused(params, problem.dtype, s.head_dim, zero_dq_, stream));
+    CUDA_CHECK_LAUNCH();
+  }
+
   // One cudaFuncSetAttribute per compiled instantiation, the first time a problem needs it.
-  void prepare(const AttentionProblem& problem, cudaStream_t) override {
+  void prepare(const AttentionProblem& problem, cudaStream_t stream) override {
+    if (problem.is_backward()) prepare_backward(problem, stream);
     const bool ragged = problem.shape.ragged();
     const auto key = std::make_tuple(problem.dtype, kernel::head_dim_bucket(problem.shape.head_dim), ragged);
     if (prepared_.count(key) != 0) return;
@@ -122,7 +169,31 @@ class EfficientBackend final : public AttentionBackend {
   }
 
  private:
+  // The fused backward's instantiation, its zeroed workspace (the fp32 dQ accumulator and the
+  // arrival counters) and each row tile's expected arrivals (uploaded once per problem).
+  void prepare_backward(const AttentionProblem& problem, cudaStream_t stream) {
+    const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
+    if (backward_prepared_.count(key) == 0) {
+      CUDA_CHECK(kernels::flash_bwd_prepare(problem.dtype, problem.shape.head_dim, true));
+      backward_prepared_.insert(key);
+    }
+    const AttentionShape& s = problem.shape;
+    backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_fused_workspace_bytes(s)));
+    const std::vector<int> arrivals = kernels::flash_bwd_tile_arrivals(mask_bounds(problem), s.seq_q, s.seq_kv);
+    tile_arrivals_.reserve(arrivals.size() * sizeof(int));
+    CUDA_CHECK(cudaMemcpyAsync(tile_arrivals_.get(), arrivals.data(), arrivals.size() * sizeof(int),
+                               cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // `arrivals` goes out of scope
+    zero_dq_ = std::find(arrivals.begin(), arrivals.end(), 0) != arrivals.end();
+    backward_problem_ = problem;
+  }
+
   std::set<std::tuple<DType, int, bool>> prepared_;
+  std::set<std::pair<DType, int>> backward_prepared_;
+  std::optional<AttentionProblem> backward_problem_;
+  DeviceBuffer backward_workspace_;  // the fused backward's fp32 dQ accumulator, then its counters
+  DeviceBuffer tile_arrivals_;       // [row tiles] key blocks adding into each tile's dQ
+  bool zero_dq_ = false;             // some tile has none: its dQ rows are zeroed by a memset
 };
 
 }  // namespace

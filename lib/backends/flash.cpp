@@ -233,7 +233,7 @@ class FlashBackend final : public AttentionBackend {
   void prepare_backward(const AttentionProblem& problem) {
     const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
     if (backward_prepared_.count(key) == 0) {
-      CUDA_CHECK(kernels::flash_bwd_prepare(problem.dtype, problem.shape.head_dim));
+      CUDA_CHECK(kernels::flash_bwd_prepare(problem.dtype, problem.shape.head_dim, false));
       backward_prepared_.insert(key);
     }
     backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(problem.shape)) *

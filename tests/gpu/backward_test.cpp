@@ -42,7 +42,7 @@ AttentionProblem problem_of(const BackwardCase& c) {
 
 std::vector<BackwardCase> cases() {
   std::vector<BackwardCase> out;
-  for (const char* backend : {"cudnn", "flash"})
+  for (const char* backend : {"cudnn", "flash", "efficient"})
     for (DType dtype : {DType::bf16, DType::fp16})
       for (int d : {64, 128})
         for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
@@ -51,14 +51,15 @@ std::vector<BackwardCase> cases() {
           out.push_back({2, 4, 1, 128, 384, d, causal, dtype, backend});   // seq_q < seq_kv, one K/V head
           // seq_q > seq_kv (bottom-right leaves rows without keys, which cudnn refuses; flash
           // gives them zero gradients)
-          if (causal != CausalMode::bottom_right || std::string(backend) == "flash")
+          if (causal != CausalMode::bottom_right || std::string(backend) != "cudnn")
             out.push_back({1, 4, 4, 200, 136, d, causal, dtype, backend});
         }
-  // flash: a sliding window, and several key blocks per sequence with odd lengths.
-  for (DType dtype : {DType::bf16, DType::fp16}) {
-    out.push_back({1, 4, 2, 333, 333, 128, CausalMode::bottom_right, dtype, "flash"});
-    out.push_back({1, 4, 4, 129, 1000, 64, CausalMode::none, dtype, "flash"});
-  }
+  // flash and efficient: a sliding window, and several key blocks per sequence with odd lengths.
+  for (const char* backend : {"flash", "efficient"})
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      out.push_back({1, 4, 2, 333, 333, 128, CausalMode::bottom_right, dtype, backend});
+      out.push_back({1, 4, 4, 129, 1000, 64, CausalMode::none, dtype, backend});
+    }
   return out;
 }
 
@@ -75,8 +76,8 @@ std::string name_of(const BackwardCase& c) {
 class Backward : public ::testing::TestWithParam<BackwardCase> {};
 
 TEST_P(Backward, MatchesTheFloat64ReferenceGradients) {
-  // flash's 333-row case runs with a window of 64 keys to the left (cudnn's cases take none).
-  const bool window = std::string(GetParam().backend) == "flash" && GetParam().seq_q == 333;
+  // The 333-row case runs with a window of 64 keys to the left (cudnn's cases take none).
+  const bool window = GetParam().seq_q == 333;
   const AttentionProblem p = window ? windowed(problem_of(GetParam())) : problem_of(GetParam());
   const std::string name = GetParam().backend;
   auto backend = find_backend(name)->make();
@@ -133,7 +134,7 @@ TEST(BackwardRefusals, BackendsWithoutABackwardSayWhy) {
     const std::unique_ptr<AttentionBackend> backend = info.make();
     const Unsupported why = backend->check_backward(p);
     std::printf("  %-22s backward: %s\n", info.name.c_str(), why ? why->c_str() : "yes");
-    if (info.name == "cudnn" || info.name == "flash") continue;
+    if (info.name == "cudnn" || info.name == "flash" || info.name == "efficient") continue;
     EXPECT_TRUE(why.has_value()) << info.name << " claims a backward";
   }
 }

@@ -50,7 +50,7 @@ PY
     echo "=== decode variants: the heuristic's splits against others, two rounds ($(date +%T))"
     bench="$B/tests/attnprof_decode_bench"
     for round in 1 2; do
-      for shape in "8 32 8 1 32768 128:default 8 3" "64 32 8 1 4096 128:default" "1 32 8 1 131072 128:default 32 30"; do
+      for shape in "8 32 8 1 32768 128:default 8" "64 32 8 1 4096 128:default" "1 32 8 1 131072 128:default 33"; do
         dims=${shape%%:*}
         for splits in ${shape#*:}; do
           [ "$splits" = default ] && s_env="" || s_env=$splits
