@@ -146,16 +146,13 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
     if constexpr (Traits::kFused)
       copy_rows<Traits>(base + Traits::kO + stage * Traits::kQTileBytes,
                         static_cast<const Element*>(p.o) + row_base * kHeadDim, kBlockM, valid, tid);
-    // lse and D by 4-byte cp.async (rows past seq_q read nothing and hold 0; their P is masked),
-    // so no thread waits on a global load here. A row with lse -inf saw no key: its P is 0.
-    if (tid < (Traits::kFused ? 1 : 2) * kBlockM) {  // fused: D comes from the O tile
-      const int i = tid % kBlockM;
-      const bool ok = i < valid;
-      const float* src = (tid < kBlockM ? p.lse : p.d_sum) + (ok ? row_base + i : 0);
-      float* dst = (tid < kBlockM ? lse_s : dsum_s) + stage * kBlockM + i;
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-                   "r"(ok ? 4 : 0)
-                   : "memory");
+    // lse in log2 units, +inf for rows past seq_q and rows that saw no key (P = exp2(-inf) = 0),
+    // and D (fused: computed from the O tile instead). Plain loads: moving them onto 4-byte
+    // cp.async measured 11% slower (docs/perf/NOTES.md).
+    for (int i = tid; i < kBlockM; i += Traits::kThreads) {
+      const float lse = i < valid ? p.lse[row_base + i] : -INFINITY;
+      lse_s[stage * kBlockM + i] = lse == -INFINITY ? INFINITY : lse * kLog2e;
+      if constexpr (!Traits::kFused) dsum_s[stage * kBlockM + i] = i < valid ? p.d_sum[row_base + i] : 0.f;
     }
   };
   if (steps > 0) load_step(0, 0);
@@ -234,8 +231,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
         const int col = nt * 8 + 2 * t + (e & 1);
         const int query = row0 + col;
         const bool seen = key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key);
-        const float lse = lse_t[col];
-        const float prob = seen && lse != -INFINITY ? exp2_approx(s[nt][e] * scale_log2 - lse * kLog2e) : 0.f;
+        const float prob = seen ? exp2_approx(s[nt][e] * scale_log2 - lse_t[col]) : 0.f;
         s[nt][e] = prob;
         dp[nt][e] = prob * (dp[nt][e] - dsum_t[col]) * p.scale;
       }
