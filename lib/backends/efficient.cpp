@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "backends/factories.hpp"
+#include "backends/flash_bwd_params.hpp"
 #include "core/mask_bounds.hpp"
 #include "efficient/efficient.hpp"
 #include "flash_bwd/flash_bwd.hpp"
@@ -100,28 +101,11 @@ class EfficientBackend final : public AttentionBackend {
     const AttentionShape& s = problem.shape;
     if (!backward_problem_ || !(*backward_problem_ == problem))
       throw std::logic_error("efficient: run_backward() of a problem before prepare() of that problem");
-    kernels::FlashBwdParams params;
-    params.q = buffers.q;
-    params.k = buffers.k;
-    params.v = buffers.v;
-    params.o = buffers.o;
-    params.d_o = buffers.d_o;
-    params.lse = buffers.lse;
-    params.dq = buffers.dq;
-    params.dk = buffers.dk;
-    params.dv = buffers.dv;
+    kernels::FlashBwdParams params = flash_bwd_params(problem, buffers);
     params.dq_accum = backward_workspace_.as<float>();
     params.dq_arrivals =
         reinterpret_cast<int*>(params.dq_accum + static_cast<long long>(s.batch) * s.heads * s.seq_q * s.head_dim);
     params.dq_tile_arrivals = tile_arrivals_.as<const int>();
-    params.batch = s.batch;
-    params.heads = s.heads;
-    params.heads_kv = s.kv_heads();
-    params.group_size = s.group_size();
-    params.seq_q = s.seq_q;
-    params.seq_kv = s.seq_kv;
-    params.scale = problem.softmax_scale();
-    params.mask = mask_bounds(problem);
     CUDA_CHECK(kernels::flash_backward_fused(params, problem.dtype, s.head_dim, zero_dq_, stream));
     CUDA_CHECK_LAUNCH();
   }

@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 
 #include "backends/factories.hpp"
+#include "backends/flash_bwd_params.hpp"
 #include "core/mask_bounds.hpp"
 #include "decode/decode.hpp"
 #include "decode/decode_split.hpp"
@@ -158,26 +159,9 @@ class FlashBackend final : public AttentionBackend {
     const AttentionShape& s = problem.shape;
     if (!backward_problem_ || !(*backward_problem_ == problem))
       throw std::logic_error("flash: run_backward() of a problem before prepare() of that problem");
-    kernels::FlashBwdParams params;
-    params.q = buffers.q;
-    params.k = buffers.k;
-    params.v = buffers.v;
-    params.o = buffers.o;
-    params.d_o = buffers.d_o;
-    params.lse = buffers.lse;
-    params.dq = buffers.dq;
-    params.dk = buffers.dk;
-    params.dv = buffers.dv;
+    kernels::FlashBwdParams params = flash_bwd_params(problem, buffers);
     params.dq_accum = backward_workspace_.as<float>();
     params.d_sum = params.dq_accum + static_cast<long long>(s.batch) * s.heads * s.seq_q * s.head_dim;
-    params.batch = s.batch;
-    params.heads = s.heads;
-    params.heads_kv = s.kv_heads();
-    params.group_size = s.group_size();
-    params.seq_q = s.seq_q;
-    params.seq_kv = s.seq_kv;
-    params.scale = problem.softmax_scale();
-    params.mask = mask_bounds(problem);
     kernels::flash_backward(params, problem.dtype, s.head_dim, stream);
     CUDA_CHECK_LAUNCH();
   }

@@ -1,0 +1,35 @@
+// The backward kernels' parameters (kernels/flash_bwd) of one problem and its buffers, shared by
+// the two backends that run them: flash (three kernels) and efficient (the fused one). The caller
+// adds its workspace pointers.
+#pragma once
+
+#include "backends/backend.hpp"
+#include "core/mask_bounds.hpp"
+#include "flash_bwd/flash_bwd.hpp"
+
+namespace attnprof {
+
+inline kernels::FlashBwdParams flash_bwd_params(const AttentionProblem& problem, const BackwardBuffers& buffers) {
+  const AttentionShape& s = problem.shape;
+  kernels::FlashBwdParams params;
+  params.q = buffers.q;
+  params.k = buffers.k;
+  params.v = buffers.v;
+  params.o = buffers.o;
+  params.d_o = buffers.d_o;
+  params.lse = buffers.lse;
+  params.dq = buffers.dq;
+  params.dk = buffers.dk;
+  params.dv = buffers.dv;
+  params.batch = s.batch;
+  params.heads = s.heads;
+  params.heads_kv = s.kv_heads();
+  params.group_size = s.group_size();
+  params.seq_q = s.seq_q;
+  params.seq_kv = s.seq_kv;
+  params.scale = problem.softmax_scale();
+  params.mask = mask_bounds(problem);
+  return params;
+}
+
+}  // namespace attnprof
