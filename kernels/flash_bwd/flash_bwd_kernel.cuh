@@ -2,23 +2,20 @@
 //
 // Main kernel, one block of 8 warps per (128 keys, K/V head, sequence). K and V of the block's
 // keys are loaded once; the block then walks tiles of 64 query rows (of every query head of the
-// group, only those whose band reaches the keys), Q and dO double-buffered with cp.async. Warp w
-// owns keys 16w..16w+15, as the M rows of its mma.sync tiles:
-//   S^T  = K Q^T            (K by ldmatrix, Q by ldmatrix: the forward's S = Q K^T pattern)
-//   P^T  = exp2(S^T * scale * log2 e - lse * log2 e), masked elements 0
-//   dV  += P^T dO           (P^T's C fragments are the A fragments; dO by ldmatrix.trans)
-//   dP^T = V dO^T
-//   dS^T = P^T (dP^T - D) * scale
-//   dK  += dS^T Q           (Q by ldmatrix.trans)
-// dS^T goes to shared memory; then warp w computes dQ for query rows 16 (w % 4) .. + 15 of the
-// tile and half w / 4 of the head dim,
-//   dQ = dS K                (dS by ldmatrix.trans of dS^T, K by ldmatrix.trans)
-// and adds it to the fp32 accumulator (red.global.add, two floats at a time). Fused
-// (Traits::kFused, the efficient backend's): D comes from an O tile each step, and the block that
-// brings a tile of dQ rows its last addition converts them (flash_bwd.hpp). 128 keys per block
-// rather than 64 halve those atomic adds per FLOP (at 64 the L2's atomic traffic bounded the
-// kernel: docs/perf/NOTES.md). Shared tiles are
-// rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no ldmatrix bank conflicts).
+// group, only those whose band reaches the keys), Q and dO double-buffered with cp.async. Each
+// step has three phases, each with its own arrangement of the 8 warps over the tile, so that a
+// warp reads only the rows and columns of its part (FlashAttention-2's layout):
+//   1. S = Q K^T and dP = dO V^T, warps 2 (query rows) x 4 (keys), 32 x 32 each; then
+//      P = exp2(S * scale * log2 e - lse * log2 e) (masked elements 0) and dS = P (dP - D) * scale,
+//      both to shared memory as [query][key]
+//   2. dV += P^T dO and dK += dS^T Q, warps 4 (keys) x 2 (halves of the head dim): P^T and dS^T
+//      by ldmatrix.trans of P and dS; dK and dV stay in registers for the whole walk
+//   3. dQ = dS K, warps 2 (query rows) x 4 (quarters of the head dim), added to the fp32
+//      accumulator (red.global.add, two floats at a time)
+// Shared tiles are rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no
+// ldmatrix bank conflicts). Fused (Traits::kFused, the efficient backend's): D comes from an O
+// tile each step, and the block that brings a tile of dQ rows its last addition converts them
+// (flash_bwd.hpp).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -58,20 +55,22 @@ struct FlashBwdTraits {
   static constexpr int kChunksPerRow = kRowBytes / 16;
   static constexpr int kKVTileBytes = kBlockN * kRowBytes;
   static constexpr int kQTileBytes = kBlockM * kRowBytes;
-  static constexpr int kDsRowBytes = kBlockM * static_cast<int>(sizeof(Element));  // dS^T: keys x queries
-  // Layout: K | V | Q[2] | dO[2] | O[2] (fused) | dS^T | lse[2][kBlockM] | D[2][kBlockM]
+  static constexpr int kPRowBytes = kBlockN * static_cast<int>(sizeof(Element));  // P, dS: queries x keys
+  // Layout: K | V | Q[2] | dO[2] | O[2] (fused) | P | dS | lse[2][kBlockM] | D[2][kBlockM]
   static constexpr int kK = 0;
   static constexpr int kV = kK + kKVTileBytes;
   static constexpr int kQ = kV + kKVTileBytes;
   static constexpr int kDO = kQ + 2 * kQTileBytes;
   static constexpr int kO = kDO + 2 * kQTileBytes;
-  static constexpr int kDS = kO + (kFused ? 2 * kQTileBytes : 0);
-  static constexpr int kLse = kDS + kBlockN * kDsRowBytes;
+  static constexpr int kP = kO + (kFused ? 2 * kQTileBytes : 0);
+  static constexpr int kDS = kP + kBlockM * kPRowBytes;
+  static constexpr int kLse = kDS + kBlockM * kPRowBytes;
   static constexpr int kDsum = kLse + 2 * kBlockM * 4;
   static constexpr int kSmemBytes = kDsum + 2 * kBlockM * 4;
   static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles over the head dim
-  static_assert(kHeadDim % 64 == 0 && kBlockN == kWarps * 16 && kBlockM == 64 && kWarps == 8,
-                "dQ: warp w takes rows 16 (w % 4) and half w / 4 of the head dim");
+  static_assert(kHeadDim % 64 == 0 && kBlockN == 128 && kBlockM == 64 && kWarps == 8,
+                "the phases' warp layouts: 2 x 4 over 64 rows x 128 keys, 4 x 2 over 128 keys x the head dim, "
+                "2 x 4 over 64 rows x the head dim");
 };
 
 // Swizzled shared address of 16-byte chunk `chunk` of row `row` in a tile of kRowBytes rows.
@@ -104,7 +103,9 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   constexpr int kBlockN = Traits::kBlockN;
   constexpr int kDTiles = Traits::kDTiles;
   constexpr int kRowBytes = Traits::kRowBytes;
-  constexpr int kDsRowBytes = Traits::kDsRowBytes;
+  constexpr int kPRowBytes = Traits::kPRowBytes;
+  constexpr int kHalfTiles = kDTiles / 2;     // phase 2: a warp's share of the head dim
+  constexpr int kQuarterTiles = kDTiles / 4;  // phase 3: a warp's share of the head dim
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t base = shared_address(smem);
   const int tid = static_cast<int>(threadIdx.x);
@@ -123,11 +124,14 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   const int tiles_per_head = last_row >= first_row ? last_row / kBlockM + 1 - tile0 : 0;
   const int steps = tiles_per_head * p.group_size;
 
-  float dk[kDTiles][4], dv[kDTiles][4];
+  // Phase 2's part: keys 32 (warp % 4) + 16 mt + ..., head-dim tiles (warp / 4) * kHalfTiles + dt.
+  float dk[2][kHalfTiles][4], dv[2][kHalfTiles][4];
 #pragma unroll
-  for (int dt = 0; dt < kDTiles; ++dt)
+  for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) dk[dt][e] = dv[dt][e] = 0.f;
+    for (int dt = 0; dt < kHalfTiles; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dk[mt][dt][e] = dv[mt][dt][e] = 0.f;
 
   // K and V once; then step 0's Q, dO, lse and D.
   copy_rows<Traits>(base + Traits::kK, static_cast<const Element*>(p.k) + kv_offset, kBlockN, keys_here, tid);
@@ -196,128 +200,154 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
     const int row0 = (tile0 + step % tiles_per_head) * kBlockM;
     const int h = kv_head * p.group_size + step / tiles_per_head;
 
-    // S^T (16 keys x 64 queries per warp) and dP^T, in C fragments [query n8 tile][4].
-    float s[kBlockM / 8][4], dp[kBlockM / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < kBlockM / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      uint32_t ka[4], va[4];
-      ldmatrix_x4(ka, swizzled<kRowBytes>(k_tile, warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
-      ldmatrix_x4(va, swizzled<kRowBytes>(v_tile, warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
-#pragma unroll
-      for (int np = 0; np < kBlockM / 16; ++np) {
-        uint32_t qb[4], dob[4];
-        const int row = np * 16 + ((lane >> 4) << 3) + (lane & 7);
-        ldmatrix_x4(qb, swizzled<kRowBytes>(q_tile, row, 2 * kk + ((lane >> 3) & 1)));
-        ldmatrix_x4(dob, swizzled<kRowBytes>(do_tile, row, 2 * kk + ((lane >> 3) & 1)));
-        mma_16816<Element>(s[2 * np], ka, qb[0], qb[1]);
-        mma_16816<Element>(s[2 * np + 1], ka, qb[2], qb[3]);
-        mma_16816<Element>(dp[2 * np], va, dob[0], dob[1]);
-        mma_16816<Element>(dp[2 * np + 1], va, dob[2], dob[3]);
-      }
-    }
-
-    // P^T and dS^T. Element (nt, e): key key0 + 16 warp + g + 8 (e / 2), query row0 + 8 nt + 2t + e % 2.
+    const uint32_t p_tile = base + Traits::kP;
+    const uint32_t ds_tile = base + Traits::kDS;
     const float* lse_t = lse_s + stage * kBlockM;
     const float* dsum_t = dsum_s + stage * kBlockM;
-#pragma unroll
-    for (int nt = 0; nt < kBlockM / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = key0 + warp * 16 + g + 8 * (e >> 1);
-        const int col = nt * 8 + 2 * t + (e & 1);
-        const int query = row0 + col;
-        const bool seen = key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key);
-        const float prob = seen ? exp2_approx(s[nt][e] * scale_log2 - lse_t[col]) : 0.f;
-        s[nt][e] = prob;
-        dp[nt][e] = prob * (dp[nt][e] - dsum_t[col]) * p.scale;
-      }
 
-    // dV += P^T dO and dK += dS^T Q: the query dimension is k, in steps of 16.
-#pragma unroll
-    for (int kq = 0; kq < kBlockM / 16; ++kq) {
-      uint32_t pa[4], dsa[4];
-      pa[0] = pack2<Element>(s[2 * kq][0], s[2 * kq][1]);
-      pa[1] = pack2<Element>(s[2 * kq][2], s[2 * kq][3]);
-      pa[2] = pack2<Element>(s[2 * kq + 1][0], s[2 * kq + 1][1]);
-      pa[3] = pack2<Element>(s[2 * kq + 1][2], s[2 * kq + 1][3]);
-      dsa[0] = pack2<Element>(dp[2 * kq][0], dp[2 * kq][1]);
-      dsa[1] = pack2<Element>(dp[2 * kq][2], dp[2 * kq][3]);
-      dsa[2] = pack2<Element>(dp[2 * kq + 1][0], dp[2 * kq + 1][1]);
-      dsa[3] = pack2<Element>(dp[2 * kq + 1][2], dp[2 * kq + 1][3]);
-      // dS^T to shared memory for dQ: rows are keys, columns queries (two per 32-bit word).
-      const uint32_t ds_tile = base + Traits::kDS;
-      const int r_lo = warp * 16 + g;
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo, 2 * kq) + 4 * t),
-                   "r"(dsa[0]));
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo + 8, 2 * kq) + 4 * t),
-                   "r"(dsa[1]));
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo, 2 * kq + 1) + 4 * t),
-                   "r"(dsa[2]));
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(swizzled<kDsRowBytes>(ds_tile, r_lo + 8, 2 * kq + 1) + 4 * t),
-                   "r"(dsa[3]));
-#pragma unroll
-      for (int dp2 = 0; dp2 < kDTiles / 2; ++dp2) {
-        uint32_t dob[4], qb[4];
-        const int row = kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7);
-        ldmatrix_x4_trans(dob, swizzled<kRowBytes>(do_tile, row, 2 * dp2 + (lane >> 4)));
-        ldmatrix_x4_trans(qb, swizzled<kRowBytes>(q_tile, row, 2 * dp2 + (lane >> 4)));
-        mma_16816<Element>(dv[2 * dp2], pa, dob[0], dob[1]);
-        mma_16816<Element>(dv[2 * dp2 + 1], pa, dob[2], dob[3]);
-        mma_16816<Element>(dk[2 * dp2], dsa, qb[0], qb[1]);
-        mma_16816<Element>(dk[2 * dp2 + 1], dsa, qb[2], qb[3]);
-      }
-    }
-    __syncthreads();  // all of dS^T is in shared memory
-
-    // dQ rows row0 + 16 (warp % 4) .. + 15, columns of half warp / 4 of the head dim: dS (from
-    // dS^T, transposed by ldmatrix) times K.
+    // Phase 1: S and dP for query rows 32 wm + 16 mt + ..., keys 32 wn + 8 nt + ...
     {
-      constexpr int kHalfTiles = kDTiles / 2;
-      const int row_group = warp & 3;
-      const int col_tile0 = (warp >> 2) * kHalfTiles;
-      float dq[kHalfTiles][4];
+      const int wm = warp >> 2, wn = warp & 3;
+      float sc[2][4][4], dp[2][4][4];
 #pragma unroll
-      for (int dt = 0; dt < kHalfTiles; ++dt)
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) dq[dt][e] = 0.f;
-      const uint32_t ds_tile = base + Traits::kDS;
+        for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        uint32_t a[4];
-        const int j = lane >> 3;
-        ldmatrix_x4_trans(a, swizzled<kDsRowBytes>(ds_tile, kk * 16 + ((j >> 1) << 3) + (lane & 7),
-                                                   2 * row_group + (j & 1)));
+          for (int e = 0; e < 4; ++e) sc[mt][nt][e] = dp[mt][nt][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        uint32_t qa[2][4], doa[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          const int row = wm * 32 + mt * 16 + (lane & 15);
+          ldmatrix_x4(qa[mt], swizzled<kRowBytes>(q_tile, row, 2 * kk + (lane >> 4)));
+          ldmatrix_x4(doa[mt], swizzled<kRowBytes>(do_tile, row, 2 * kk + (lane >> 4)));
+        }
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+          uint32_t kb[4], vb[4];
+          const int key = wn * 32 + np * 16 + ((lane >> 4) << 3) + (lane & 7);
+          ldmatrix_x4(kb, swizzled<kRowBytes>(k_tile, key, 2 * kk + ((lane >> 3) & 1)));
+          ldmatrix_x4(vb, swizzled<kRowBytes>(v_tile, key, 2 * kk + ((lane >> 3) & 1)));
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma_16816<Element>(sc[mt][2 * np], qa[mt], kb[0], kb[1]);
+            mma_16816<Element>(sc[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+            mma_16816<Element>(dp[mt][2 * np], doa[mt], vb[0], vb[1]);
+            mma_16816<Element>(dp[mt][2 * np + 1], doa[mt], vb[2], vb[3]);
+          }
+        }
+      }
+      // P and dS; element (mt, nt, e): row 32 wm + 16 mt + g + 8 (e / 2), key 32 wn + 8 nt + 2t + e % 2.
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = wm * 32 + mt * 16 + g + 8 * half;
+          const int query = row0 + r;
+          const float lse = lse_t[r];
+          const float d = dsum_t[r];
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            float prob[2], grad[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int key = key0 + wn * 32 + nt * 8 + 2 * t + e;
+              const bool seen = key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key);
+              prob[e] = seen ? exp2_approx(sc[mt][nt][2 * half + e] * scale_log2 - lse) : 0.f;
+              grad[e] = prob[e] * (dp[mt][nt][2 * half + e] - d) * p.scale;
+            }
+            const uint32_t at = swizzled<kPRowBytes>(0, r, wn * 4 + nt) + 4 * t;
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_tile + at), "r"(pack2<Element>(prob[0], prob[1])));
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + at), "r"(pack2<Element>(grad[0], grad[1])));
+          }
+        }
+    }
+    __syncthreads();  // P and dS are whole in shared memory
+
+    // Phase 2: dV += P^T dO, dK += dS^T Q for keys 32 wk + 16 mt + ..., head-dim tiles dt0 + ...
+    {
+      const int wk = warp & 3;
+      const int dt0 = (warp >> 2) * kHalfTiles;
+      const int j = lane >> 3;
+#pragma unroll
+      for (int kq = 0; kq < kBlockM / 16; ++kq) {
+        uint32_t pa[2][4], dsa[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          // A = P^T: P's rows are the k (query) dimension, its columns the m (key) rows.
+          const int row = kq * 16 + ((j >> 1) << 3) + (lane & 7);
+          const int chunk = wk * 4 + mt * 2 + (j & 1);
+          ldmatrix_x4_trans(pa[mt], swizzled<kPRowBytes>(p_tile, row, chunk));
+          ldmatrix_x4_trans(dsa[mt], swizzled<kPRowBytes>(ds_tile, row, chunk));
+        }
 #pragma unroll
         for (int dp2 = 0; dp2 < kHalfTiles / 2; ++dp2) {
+          uint32_t dob[4], qb[4];
+          const int row = kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7);
+          ldmatrix_x4_trans(dob, swizzled<kRowBytes>(do_tile, row, dt0 + 2 * dp2 + (lane >> 4)));
+          ldmatrix_x4_trans(qb, swizzled<kRowBytes>(q_tile, row, dt0 + 2 * dp2 + (lane >> 4)));
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma_16816<Element>(dv[mt][2 * dp2], pa[mt], dob[0], dob[1]);
+            mma_16816<Element>(dv[mt][2 * dp2 + 1], pa[mt], dob[2], dob[3]);
+            mma_16816<Element>(dk[mt][2 * dp2], dsa[mt], qb[0], qb[1]);
+            mma_16816<Element>(dk[mt][2 * dp2 + 1], dsa[mt], qb[2], qb[3]);
+          }
+        }
+      }
+    }
+
+    // Phase 3: dQ = dS K for query rows 32 wq + 16 mt + ..., head-dim tiles dq0 + ...
+    {
+      const int wq = warp >> 2;
+      const int dq0 = (warp & 3) * kQuarterTiles;
+      float dq[2][kQuarterTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int dt = 0; dt < kQuarterTiles; ++dt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) dq[mt][dt][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        uint32_t a[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+          ldmatrix_x4(a[mt], swizzled<kPRowBytes>(ds_tile, wq * 32 + mt * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+#pragma unroll
+        for (int dp2 = 0; dp2 < kQuarterTiles / 2; ++dp2) {
           uint32_t kb[4];
           ldmatrix_x4_trans(kb, swizzled<kRowBytes>(k_tile, kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
-                                                    col_tile0 + 2 * dp2 + (lane >> 4)));
-          mma_16816<Element>(dq[2 * dp2], a, kb[0], kb[1]);
-          mma_16816<Element>(dq[2 * dp2 + 1], a, kb[2], kb[3]);
+                                                    dq0 + 2 * dp2 + (lane >> 4)));
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma_16816<Element>(dq[mt][2 * dp2], a[mt], kb[0], kb[1]);
+            mma_16816<Element>(dq[mt][2 * dp2 + 1], a[mt], kb[2], kb[3]);
+          }
         }
       }
       const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int query = row0 + row_group * 16 + g + 8 * half;
-        if (query >= p.seq_q) continue;
-        float* dst = p.dq_accum + (row_base + query) * kHeadDim + col_tile0 * 8 + 2 * t;
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int dt = 0; dt < kHalfTiles; ++dt) {
+        for (int half = 0; half < 2; ++half) {
+          const int query = row0 + wq * 32 + mt * 16 + g + 8 * half;
+          if (query >= p.seq_q) continue;
+          float* dst = p.dq_accum + (row_base + query) * kHeadDim + dq0 * 8 + 2 * t;
+#pragma unroll
+          for (int dt = 0; dt < kQuarterTiles; ++dt) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-          asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + dt * 8), "f"(dq[dt][2 * half]),
-                       "f"(dq[dt][2 * half + 1])
-                       : "memory");
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + dt * 8), "f"(dq[mt][dt][2 * half]),
+                         "f"(dq[mt][dt][2 * half + 1])
+                         : "memory");
 #else
-          atomicAdd(dst + dt * 8, dq[dt][2 * half]);
-          atomicAdd(dst + dt * 8 + 1, dq[dt][2 * half + 1]);
+            atomicAdd(dst + dt * 8, dq[mt][dt][2 * half]);
+            atomicAdd(dst + dt * 8 + 1, dq[mt][dt][2 * half + 1]);
 #endif
+          }
         }
-      }
     }
     if constexpr (Traits::kFused) {
       // Count this block in for the tile's dQ rows; the last of its key blocks converts them.
@@ -347,17 +377,24 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   cp_async_wait<0>();
 
   // dK and dV of the block's keys (dS was scaled already: dK = scale dS^T Q).
+  {
+    const int wk = warp & 3;
+    const int dt0 = (warp >> 2) * kHalfTiles;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int key = warp * 16 + g + 8 * half;
-    if (key >= keys_here) continue;
-    Element* dk_row = static_cast<Element*>(p.dk) + kv_offset + static_cast<int64_t>(key) * kHeadDim + 2 * t;
-    Element* dv_row = static_cast<Element*>(p.dv) + kv_offset + static_cast<int64_t>(key) * kHeadDim + 2 * t;
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int dt = 0; dt < kDTiles; ++dt) {
-      *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<Element>(dk[dt][2 * half], dk[dt][2 * half + 1]);
-      *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<Element>(dv[dt][2 * half], dv[dt][2 * half + 1]);
-    }
+      for (int half = 0; half < 2; ++half) {
+        const int key = wk * 32 + mt * 16 + g + 8 * half;
+        if (key >= keys_here) continue;
+        const int64_t at = kv_offset + static_cast<int64_t>(key) * kHeadDim + dt0 * 8 + 2 * t;
+        Element* dk_row = static_cast<Element*>(p.dk) + at;
+        Element* dv_row = static_cast<Element*>(p.dv) + at;
+#pragma unroll
+        for (int dt = 0; dt < kHalfTiles; ++dt) {
+          *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<Element>(dk[mt][dt][2 * half], dk[mt][dt][2 * half + 1]);
+          *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<Element>(dv[mt][dt][2 * half], dv[mt][dt][2 * half + 1]);
+        }
+      }
   }
 }
 
