@@ -226,6 +226,41 @@ __global__ void __launch_bounds__(kThreads)
     repeat_head_packs<T, 1>(in, out, head_elements, heads, heads_kv, group, out_heads);
 }
 
+// out[b, hk] = sum over g of in[b, hk * group + g]: grid y walks the output (K/V) heads, whose
+// group of input heads is contiguous (output head i reads input heads i * group ...), grid x the
+// packs of a head; fp32 sums, one rounding.
+template <typename T, int N>
+__device__ __forceinline__ void sum_group_packs(const T* in, T* out, std::int64_t head_elements, int group,
+                                                std::int64_t out_heads) {
+  const std::int64_t packs = head_elements / N;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t head = blockIdx.y; head < out_heads; head += gridDim.y) {
+    const T* src = in + head * group * head_elements;
+    T* dst = out + head * head_elements;
+    for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < packs; p += stride) {
+      float sum[N] = {};
+      for (int g = 0; g < group; ++g) {
+        const Pack<T, N> v = load_pack<T, N>(src + g * head_elements + p * N);
+#pragma unroll
+        for (int e = 0; e < N; ++e) sum[e] += to_float(v.v[e]);
+      }
+      Pack<T, N> o;
+#pragma unroll
+      for (int e = 0; e < N; ++e) o.v[e] = from_float<T>(sum[e]);
+      store_pack<T, N>(dst + p * N, o);
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) sum_head_groups_kernel(const T* in, T* out, std::int64_t head_elements,
+                                                                   int group, std::int64_t out_heads, bool vectorized) {
+  if (vectorized)
+    sum_group_packs<T, kVectorBytes / sizeof(T)>(in, out, head_elements, group, out_heads);
+  else
+    sum_group_packs<T, 1>(in, out, head_elements, group, out_heads);
+}
+
 __global__ void __launch_bounds__(kThreads)
     where_scalars_kernel(const bool* cond, const float* if_true, const float* if_false, float* out, std::int64_t n,
                          std::int64_t packs, std::int64_t tail_begin) {
@@ -443,6 +478,39 @@ __global__ void __launch_bounds__(kThreads) softmax_rows_kernel(const T* in, T* 
     row_out[c] = from_float<T>(__expf(to_float(row_in[c]) - row_max) * inv);
 }
 
+// Softmax backward, kRowThreads threads (a warp, or the block) per row: dot = sum(grad * probs)
+// over the row, then out = probs * (grad - dot), reading the row twice (the second read mostly
+// from L2). Every element is read and written by the same thread, so out may alias grad. kPack > 1
+// needs cols % kPack == 0 and 16-byte aligned rows.
+template <typename T, int kRowThreads, int kPack>
+__global__ void __launch_bounds__(kThreads)
+    softmax_backward_rows_kernel(const T* grad, const T* probs, T* out, std::int64_t rows, int cols) {
+  static_assert(kThreads % kRowThreads == 0 && kRowThreads % kWarp == 0);
+  __shared__ float scratch[kRowThreads / kWarp];
+  const int t = threadIdx.x % kRowThreads;
+  const std::int64_t row = blockIdx.x * std::int64_t{kThreads / kRowThreads} + threadIdx.x / kRowThreads;
+  if (row >= rows) return;  // whole rows only: a warp, or the block with its one row
+  const T* row_grad = grad + row * cols;
+  const T* row_probs = probs + row * cols;
+  T* row_out = out + row * cols;
+  float dot = 0.f;
+  for (int c = t * kPack; c < cols; c += kRowThreads * kPack) {
+    const Pack<T, kPack> g = load_pack<T, kPack>(row_grad + c);
+    const Pack<T, kPack> p = load_pack<T, kPack>(row_probs + c);
+#pragma unroll
+    for (int e = 0; e < kPack; ++e) dot += to_float(g.v[e]) * to_float(p.v[e]);
+  }
+  dot = row_reduce<kRowThreads, false>(dot, scratch);
+  for (int c = t * kPack; c < cols; c += kRowThreads * kPack) {
+    const Pack<T, kPack> g = load_pack<T, kPack>(row_grad + c);
+    const Pack<T, kPack> p = load_pack<T, kPack>(row_probs + c);
+    Pack<T, kPack> o;
+#pragma unroll
+    for (int e = 0; e < kPack; ++e) o.v[e] = from_float<T>(to_float(p.v[e]) * (to_float(g.v[e]) - dot));
+    store_pack<T, kPack>(row_out + c, o);
+  }
+}
+
 // Elements of a row before its first 16-byte boundary: the whole row when not vectorized.
 template <typename T>
 __device__ __forceinline__ int row_head(const T* row, int cols, bool vectorized) {
@@ -637,6 +705,24 @@ void repeat_interleave(const void* in, void* out, DType type, int batch, int hea
   });
 }
 
+void sum_head_groups(const void* in, void* out, DType type, int batch, int heads, int heads_kv,
+                     std::int64_t head_elements, cudaStream_t stream) {
+  if (heads_kv < 1 || heads % heads_kv != 0)
+    throw std::invalid_argument("sum_head_groups: heads " + std::to_string(heads) + " is not a multiple of heads_kv " +
+                                std::to_string(heads_kv));
+  with_element("sum_head_groups", type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    constexpr int kPack = kVectorBytes / sizeof(T);
+    // Every head starts on a 16-byte boundary only when a head is a whole number of packs.
+    const bool vectorized = head_elements % kPack == 0 && aligned(in, kVectorBytes) && aligned(out, kVectorBytes);
+    const std::int64_t out_heads = static_cast<std::int64_t>(batch) * heads_kv;
+    const dim3 grid(blocks_for(vectorized ? head_elements / kPack : head_elements, kThreads),
+                    static_cast<unsigned>(std::clamp<std::int64_t>(out_heads, 1, 65535)));
+    sum_head_groups_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
+                                                             head_elements, heads / heads_kv, out_heads, vectorized);
+  });
+}
+
 void where_scalars(const bool* cond, const float* if_true, const float* if_false, float* out, std::int64_t n,
                    cudaStream_t stream) {
   const FlatWork w = flat_work(n, kVectorBytes, 1, aligned(cond, kVectorBytes) && aligned(out, kVectorBytes));
@@ -660,6 +746,33 @@ void softmax_rows(const void* in, void* out, DType type, std::int64_t rows, int 
   with_element("softmax_rows", type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     launch_softmax<T>(static_cast<const T*>(in), static_cast<T*>(out), rows, cols, stream);
+  });
+}
+
+void softmax_backward_rows(const void* grad, const void* probs, void* out, DType type, std::int64_t rows, int cols,
+                           cudaStream_t stream) {
+  with_element("softmax_backward_rows", type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    constexpr int kVec = kVectorBytes / sizeof(T);
+    const bool vectorized =
+        cols % kVec == 0 && aligned(grad, kVectorBytes) && aligned(probs, kVectorBytes) && aligned(out, kVectorBytes);
+    const auto* g = static_cast<const T*>(grad);
+    const auto* p = static_cast<const T*>(probs);
+    auto* o = static_cast<T*>(out);
+    // A warp per row up to 2048 columns (64 floats a lane), the block beyond.
+    if (cols <= kWarp * 64) {
+      const unsigned blocks = warp_per_row_blocks(rows);
+      if (vectorized)
+        softmax_backward_rows_kernel<T, kWarp, kVec><<<blocks, kThreads, 0, stream>>>(g, p, o, rows, cols);
+      else
+        softmax_backward_rows_kernel<T, kWarp, 1><<<blocks, kThreads, 0, stream>>>(g, p, o, rows, cols);
+    } else {
+      const auto blocks = static_cast<unsigned>(std::max<std::int64_t>(rows, 1));
+      if (vectorized)
+        softmax_backward_rows_kernel<T, kThreads, kVec><<<blocks, kThreads, 0, stream>>>(g, p, o, rows, cols);
+      else
+        softmax_backward_rows_kernel<T, kThreads, 1><<<blocks, kThreads, 0, stream>>>(g, p, o, rows, cols);
+    }
   });
 }
 

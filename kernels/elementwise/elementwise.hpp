@@ -38,6 +38,13 @@ void triu(const bool* in, bool* out, int rows, int cols, std::int64_t diagonal, 
 void repeat_interleave(const void* in, void* out, DType type, int batch, int heads, int heads_kv,
                        std::int64_t head_elements, cudaStream_t stream);
 
+// out [batch, heads_kv, head_elements] = the sum over each K/V head's group of heads / heads_kv
+// query heads of in [batch, heads, head_elements], fp32 accumulation: the gradient of
+// repeat_interleave(heads / heads_kv, dim=1) above (PyTorch: grad.view(B, Hkv, g, ...).sum(2)).
+// Throws std::invalid_argument when heads is not a multiple of heads_kv.
+void sum_head_groups(const void* in, void* out, DType type, int batch, int heads, int heads_kv,
+                     std::int64_t head_elements, cudaStream_t stream);
+
 // out[i] = cond[i] ? *if_true : *if_false, scalars read from device memory (PyTorch: torch.where).
 void where_scalars(const bool* cond, const float* if_true, const float* if_false, float* out, std::int64_t n,
                    cudaStream_t stream);
@@ -53,6 +60,12 @@ void add_batch_broadcast(float* attn, const float* masks, std::int64_t matrix_el
 
 // Row-wise softmax over the last dim with fp32 accumulation; in and out of element type `type`.
 void softmax_rows(const void* in, void* out, DType type, std::int64_t rows, int cols, cudaStream_t stream);
+
+// Row-wise softmax backward with fp32 accumulation (PyTorch: _softmax_backward_data):
+// out[r, c] = probs[r, c] * (grad[r, c] - sum_c' grad[r, c'] * probs[r, c']), where probs is the
+// softmax's output; all three of element type `type`. out may be grad (in place).
+void softmax_backward_rows(const void* grad, const void* probs, void* out, DType type, std::int64_t rows, int cols,
+                           cudaStream_t stream);
 
 // out[i] = in[i] == -inf (PyTorch: torch.isneginf).
 void isneginf(const float* in, bool* out, std::int64_t n, cudaStream_t stream);

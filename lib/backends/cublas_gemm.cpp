@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -91,13 +93,32 @@ cudaDataType_t cuda_type(DType type) {
 }
 }  // namespace
 
+BatchedGemm per_head_gemm(DType type, int m, int n, int k, std::int64_t matrices) {
+  if (matrices < 1 || matrices > std::numeric_limits<int>::max())
+    throw std::invalid_argument(fmt::format("per_head_gemm: {} matrices (cuBLAS takes 1 to 2^31 - 1)", matrices));
+  BatchedGemm g;
+  g.type = type;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.batch = static_cast<int>(matrices);
+  return g;
+}
+
 void run_batched_gemm(cublasHandle_t handle, cudaStream_t stream, const BatchedGemm& g) {
   CUBLAS_CHECK(cublas().cublasSetStream(handle, stream));
   const float beta = 0.f;
   const cudaDataType_t t = cuda_type(g.type);
   // cuBLAS is column-major, and a row-major X is the column-major X^T. So the row-major
-  // C = A B^T is the column-major C^T = B A^T (B^T stored as B: op T), and C = A B is C^T = B^T A^T.
-  if (g.transposed_b) {
+  // C = A B^T is the column-major C^T = B A^T (B^T stored as B: op T), C = A B is C^T = B^T A^T,
+  // and C = A^T B is C^T = B^T A (A stored [k x m] reads as the column-major m x k A^T: op T).
+  if (g.transposed_a && g.transposed_b)
+    throw std::invalid_argument("run_batched_gemm: A^T B^T is not a product attention needs");
+  if (g.transposed_a) {
+    CUBLAS_CHECK(cublas().cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_T, g.n, g.m, g.k, &g.alpha, g.b, t, g.n,
+                                            g.stride_b, g.a, t, g.m, g.stride_a, &beta, g.c, t, g.n, g.stride_c,
+                                            g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else if (g.transposed_b) {
     CUBLAS_CHECK(cublas().cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.n, g.m, g.k, &g.alpha, g.b, t, g.k,
                                             g.stride_b, g.a, t, g.k, g.stride_a, &beta, g.c, t, g.n, g.stride_c,
                                             g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

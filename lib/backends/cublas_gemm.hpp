@@ -1,9 +1,12 @@
-// cuBLAS for the math and manual backends: a checked handle and the two batched row-major
-// products attention needs (S = Q K^T and O = P V).
+// cuBLAS for the math and manual backends: a checked handle and the batched row-major products
+// attention needs: S = Q K^T and O = P V forward; dP = dO V^T, dV = P^T dO, dQ = dS K and
+// dK = dS^T Q backward.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "core/errors.hpp"
 #include "core/types.hpp"
@@ -38,9 +41,12 @@ class CublasHandle {
 // One batch of row-major products, matrices of element type `type` (fp32 accumulation, no TF32:
 // fp32 inputs run on FFMA as PyTorch's default does):
 //   transposed_b: C[m x n] = alpha * A[m x k] * B^T, B stored [n x k]
-//   otherwise:    C[m x n] = alpha * A[m x k] * B,   B stored [k x n]
+//   transposed_a: C[m x n] = alpha * A^T * B,        A stored [k x m], B stored [k x n]
+//   neither:      C[m x n] = alpha * A[m x k] * B,   B stored [k x n]
+// Both at once is not needed and throws std::invalid_argument.
 struct BatchedGemm {
   DType type = DType::fp32;
+  bool transposed_a = false;
   bool transposed_b = false;
   int m = 0, n = 0, k = 0;
   const void* a = nullptr;
@@ -52,6 +58,10 @@ struct BatchedGemm {
   int batch = 1;
   float alpha = 1.f;
 };
+
+// A BatchedGemm of `matrices` products of m x n (depth k), neither operand transposed; the caller
+// sets the pointers, strides and transposes.
+BatchedGemm per_head_gemm(DType type, int m, int n, int k, std::int64_t matrices);
 
 void run_batched_gemm(cublasHandle_t handle, cudaStream_t stream, const BatchedGemm& gemm);
 

@@ -15,7 +15,17 @@
 // (gather_paged_kv), a [batch, 1, L, S] mask that also hides the padded keys and follows each
 // sequence's own bottom-right diagonal, and the valid rows copied back into the packed output
 // (unpad_ragged); each copy is its own kernel in the trace.
+// Backward (dense batches): the autograd of those five lines in the input dtype (16-bit GEMMs
+// accumulating in fp32, like the forward). The case hands the backward q, k, v and dO only, so
+// the lines first run again up to the probabilities (what autograd would have saved; the
+// out-of-place variant's clone included), then: dP = dO v^T and dV = P^T dO; softmax's backward;
+// masked_fill's backward, grad.masked_fill(~mask, 0), which autograd runs as the out-of-place op
+// whichever variant ran forward (a clone, so one more device-to-device memcpy, then the fill);
+// the scale's backward; dQ = dA k and dK = dA^T q; with grouped heads the repeated dK and dV
+// summed over each group (repeat_interleave's backward).
 #include <cmath>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -76,8 +86,12 @@ class ManualBackend final : public AttentionBackend {
       return fmt::format("query row {}{} sees no key under this mask: the five-line attention's softmax would give "
                          "NaN there (math's _safe_softmax gives the zeros the reference expects)",
                          empty.row, s.ragged() ? fmt::format(" of sequence {}", empty.sequence) : std::string());
-    const double need = (4.0 * static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv +
-                         (p.has_grouped_heads() ? 2.0 * repeated_kv_elements(s) : 0.0) +
+    // The forward's four score-sized tensors; the backward's four more (dP, dF, its masked
+    // clone, dA) and two repeated gradients.
+    const double score_tensors = p.is_backward() ? 8.0 : 4.0;
+    const double repeated_tensors = p.is_backward() ? 4.0 : 2.0;
+    const double need = (score_tensors * static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv +
+                         (p.has_grouped_heads() ? repeated_tensors * repeated_kv_elements(s) : 0.0) +
                          (s.packed_q() ? 2.0 * element_count_q(s) : 0.0) +
                          (s.packed_kv() || s.paged() ? 2.0 * element_count_kv(s) : 0.0)) *
                         dtype_bytes(p.dtype);
@@ -85,6 +99,11 @@ class ManualBackend final : public AttentionBackend {
       return fmt::format("manual materialises the score matrix several times: {:.1f} GiB of workspace, more than "
                          "75% of the device's {:.1f} GiB",
                          need / (1 << 30), static_cast<double>(device_memory_) / (1 << 30));
+    return std::nullopt;
+  }
+
+  Unsupported check_backward(const AttentionProblem& p) const override {
+    if (p.shape.ragged() || p.shape.paged()) return std::string("manual's backward takes dense batches only");
     return std::nullopt;
   }
 
@@ -104,21 +123,139 @@ class ManualBackend final : public AttentionBackend {
       k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
       v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
     }
+    if (p.is_backward()) {
+      grad_probs_.reserve(scores);
+      grad_filled_.reserve(scores);
+      grad_scaled_.reserve(scores);
+      grad_raw_scores_.reserve(scores);
+      if (p.has_grouped_heads()) {
+        grad_k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
+        grad_v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
+      }
+      backward_problem_ = p;
+    }
   }
 
   void run(const AttentionProblem& p, const AttentionBuffers& io, cudaStream_t stream) override {
     const AttentionShape& s = p.shape;
-    const std::int64_t mask_elems = static_cast<std::int64_t>(s.seq_q) * s.seq_kv;
     const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
-    const std::int64_t score_elems = mask_elems * matrices;
 
     // Padded / gathered inputs first (a ragged batch, a paged cache); the output stays padded
     // until the valid rows are copied back at the end.
     const PaddedBatch::Dense dense = padded_.pad(p, io, stream);
-    const void* query = dense.q;
-    const void* key = dense.k;
-    const void* value = dense.v;
-    void* o_dense = dense.o;
+    const Operands in = probabilities(p, dense.q, dense.k, dense.v, io.seq_lens_q, io.seq_lens_kv, stream);
+
+    BatchedGemm out = per_head_gemm(p.dtype, s.seq_q, s.head_dim, s.seq_kv, matrices);
+    out.a = probs_.get();
+    out.stride_a = static_cast<long long>(s.seq_q) * s.seq_kv;
+    out.b = in.value;
+    out.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
+    out.c = dense.o;
+    out.stride_c = static_cast<long long>(s.seq_q) * s.head_dim;
+    run_batched_gemm(cublas_->get(), stream, out);
+    // out.transpose(1, 2)[valid]: the valid rows back into the packed output.
+    padded_.unpad(p, io, stream);
+    CUDA_CHECK_LAUNCH();
+  }
+
+  void run_backward(const AttentionProblem& p, const BackwardBuffers& io, cudaStream_t stream) override {
+    if (!backward_problem_ || !(*backward_problem_ == p))
+      throw std::logic_error("manual: run_backward() of a problem before prepare() of that problem");
+    const AttentionShape& s = p.shape;
+    const std::int64_t mask_elems = static_cast<std::int64_t>(s.seq_q) * s.seq_kv;
+    const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
+    const std::int64_t score_elems = mask_elems * matrices;
+    const long long q_stride = static_cast<long long>(s.seq_q) * s.head_dim;    // one head of q, o, dQ
+    const long long kv_stride = static_cast<long long>(s.seq_kv) * s.head_dim;  // one (repeated) K/V head
+    const bool grouped = p.has_grouped_heads();
+
+    // What autograd would have saved: the five lines again, up to the probabilities.
+    const Operands in = probabilities(p, io.q, io.k, io.v, nullptr, nullptr, stream);
+
+    // out = probs @ v: dP = dO v^T, dV = probs^T dO (per query head; summed over a group below).
+    BatchedGemm grad_probs = per_head_gemm(p.dtype, s.seq_q, s.seq_kv, s.head_dim, matrices);
+    grad_probs.transposed_b = true;
+    grad_probs.a = io.d_o;
+    grad_probs.stride_a = q_stride;
+    grad_probs.b = in.value;
+    grad_probs.stride_b = kv_stride;
+    grad_probs.c = grad_probs_.get();
+    grad_probs.stride_c = mask_elems;
+    run_batched_gemm(cublas_->get(), stream, grad_probs);
+
+    BatchedGemm grad_v = per_head_gemm(p.dtype, s.seq_kv, s.head_dim, s.seq_q, matrices);
+    grad_v.transposed_a = true;
+    grad_v.a = probs_.get();
+    grad_v.stride_a = mask_elems;
+    grad_v.b = io.d_o;
+    grad_v.stride_b = q_stride;
+    grad_v.c = grouped ? grad_v_repeated_.get() : io.dv;
+    grad_v.stride_c = kv_stride;
+    run_batched_gemm(cublas_->get(), stream, grad_v);
+
+    // attn.softmax(-1)
+    k::softmax_backward_rows(grad_probs_.get(), probs_.get(), grad_filled_.get(), p.dtype, matrices * s.seq_q,
+                             s.seq_kv, stream);
+    // masked_fill(~mask, -inf) / masked_fill_: the gradient is grad.masked_fill(~mask, 0), the
+    // out-of-place op in both variants: a clone (device-to-device copy), then the fill.
+    const void* grad_scaled = grad_filled_.get();
+    if (in.keep != nullptr) {
+      CUDA_CHECK(cudaMemcpyAsync(grad_scaled_.get(), grad_filled_.get(),
+                                 static_cast<std::size_t>(score_elems) * dtype_bytes(p.dtype), cudaMemcpyDeviceToDevice,
+                                 stream));
+      k::masked_fill(grad_scaled_.get(), p.dtype, in.keep, 0.f, mask_elems, matrices, stream);
+      grad_scaled = grad_scaled_.get();
+    }
+    // attn * scale
+    k::scale(grad_scaled, grad_raw_scores_.get(), p.dtype, p.softmax_scale(), score_elems, stream);
+
+    // q @ k.transpose(-2, -1): dQ = dA k, dK = dA^T q.
+    BatchedGemm grad_q = per_head_gemm(p.dtype, s.seq_q, s.head_dim, s.seq_kv, matrices);
+    grad_q.a = grad_raw_scores_.get();
+    grad_q.stride_a = mask_elems;
+    grad_q.b = in.key;
+    grad_q.stride_b = kv_stride;
+    grad_q.c = io.dq;
+    grad_q.stride_c = q_stride;
+    run_batched_gemm(cublas_->get(), stream, grad_q);
+
+    BatchedGemm grad_k = per_head_gemm(p.dtype, s.seq_kv, s.head_dim, s.seq_q, matrices);
+    grad_k.transposed_a = true;
+    grad_k.a = grad_raw_scores_.get();
+    grad_k.stride_a = mask_elems;
+    grad_k.b = io.q;
+    grad_k.stride_b = q_stride;
+    grad_k.c = grouped ? grad_k_repeated_.get() : io.dk;
+    grad_k.stride_c = kv_stride;
+    run_batched_gemm(cublas_->get(), stream, grad_k);
+
+    // k.repeat_interleave / v.repeat_interleave: each K/V head's gradient is the sum over its group.
+    if (grouped) {
+      const std::int64_t head = static_cast<std::int64_t>(s.seq_kv) * s.head_dim;
+      k::sum_head_groups(grad_k_repeated_.get(), io.dk, p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
+      k::sum_head_groups(grad_v_repeated_.get(), io.dv, p.dtype, s.batch, s.heads, s.kv_heads(), head, stream);
+    }
+    CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  // What the lines after the first product read: k and v (repeated when grouped) and the mask
+  // masked_fill kept (null when nothing is masked).
+  struct Operands {
+    const void* key;
+    const void* value;
+    const bool* keep;
+  };
+
+  // The five lines up to the probabilities (probs_): the repeats, attn = (q @ k^T) * scale, the
+  // mask rebuilt, masked_fill (out_of_place: clone first), softmax. q, k, v are dense; the
+  // sequence lengths only for a ragged batch.
+  Operands probabilities(const AttentionProblem& p, const void* query, const void* key, const void* value,
+                         const int* seq_lens_q, const int* seq_lens_kv, cudaStream_t stream) {
+    const AttentionShape& s = p.shape;
+    const std::int64_t mask_elems = static_cast<std::int64_t>(s.seq_q) * s.seq_kv;
+    const std::int64_t matrices = static_cast<std::int64_t>(s.batch) * s.heads;
+    const std::int64_t score_elems = mask_elems * matrices;
 
     // k = k.repeat_interleave(heads // heads_kv, dim=1); v likewise
     if (p.has_grouped_heads()) {
@@ -129,29 +266,25 @@ class ManualBackend final : public AttentionBackend {
       value = v_repeated_.get();
     }
 
-    BatchedGemm scores;
-    scores.type = p.dtype;
+    BatchedGemm scores = per_head_gemm(p.dtype, s.seq_q, s.seq_kv, s.head_dim, matrices);
     scores.transposed_b = true;
-    scores.m = s.seq_q;
-    scores.n = s.seq_kv;
-    scores.k = s.head_dim;
     scores.a = query;
     scores.stride_a = static_cast<long long>(s.seq_q) * s.head_dim;
     scores.b = key;
     scores.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
     scores.c = raw_scores_.get();
     scores.stride_c = mask_elems;
-    scores.batch = static_cast<int>(matrices);
     run_batched_gemm(cublas_->get(), stream, scores);
     k::scale(raw_scores_.get(), scaled_.get(), p.dtype, p.softmax_scale(), score_elems, stream);
 
     void* attn = scaled_.get();
+    const bool* kept = nullptr;
     const MaskBounds mask = mask_bounds(p);
     if (mask.bounded() || s.ragged()) {
       bool* keep = ones_.as<bool>();
       if (s.ragged()) {
         // mask[b] = (arange(S) < kv_len[b]) & sequence b's own causal/window band: [batch, 1, L, S]
-        k::ragged_mask(keep, io.seq_lens_q, io.seq_lens_kv, mask, s.batch, s.seq_q, s.seq_kv, stream);
+        k::ragged_mask(keep, seq_lens_q, seq_lens_kv, mask, s.batch, s.seq_q, s.seq_kv, stream);
       } else {
         // mask = torch.ones(L, S, dtype=bool).tril(diagonal) [.triu(diagonal)]; causal top-left is .tril()
         keep = build_band_mask(mask, s.seq_q, s.seq_kv, keep, keep_.as<bool>(), stream);
@@ -166,34 +299,21 @@ class ManualBackend final : public AttentionBackend {
         k::masked_fill_batch(attn, p.dtype, keep, -INFINITY, mask_elems, s.batch, s.heads, stream);
       else
         k::masked_fill(attn, p.dtype, keep, -INFINITY, mask_elems, matrices, stream);
+      kept = keep;
     }
     k::softmax_rows(attn, probs_.get(), p.dtype, matrices * s.seq_q, s.seq_kv, stream);
-
-    BatchedGemm out;
-    out.type = p.dtype;
-    out.transposed_b = false;
-    out.m = s.seq_q;
-    out.n = s.head_dim;
-    out.k = s.seq_kv;
-    out.a = probs_.get();
-    out.stride_a = mask_elems;
-    out.b = value;
-    out.stride_b = static_cast<long long>(s.seq_kv) * s.head_dim;
-    out.c = o_dense;
-    out.stride_c = static_cast<long long>(s.seq_q) * s.head_dim;
-    out.batch = static_cast<int>(matrices);
-    run_batched_gemm(cublas_->get(), stream, out);
-    // out.transpose(1, 2)[valid]: the valid rows back into the packed output.
-    padded_.unpad(p, io, stream);
-    CUDA_CHECK_LAUNCH();
+    return {key, value, kept};
   }
 
- private:
   MaskedFill masked_fill_;
   mutable std::int64_t device_memory_ = 0;
   std::unique_ptr<CublasHandle> cublas_;
   PaddedBatch padded_;
   DeviceBuffer raw_scores_, scaled_, filled_, probs_, ones_, keep_, k_repeated_, v_repeated_;
+  // The backward's, reserved by prepare() of a backward problem: dP, dF (softmax's input), its
+  // masked clone, dA (the product's), and the repeated dK and dV.
+  std::optional<AttentionProblem> backward_problem_;
+  DeviceBuffer grad_probs_, grad_filled_, grad_scaled_, grad_raw_scores_, grad_k_repeated_, grad_v_repeated_;
 };
 
 }  // namespace

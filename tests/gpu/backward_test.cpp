@@ -1,5 +1,6 @@
-// Backward cases on the GPU (issue 20): cudnn's SDPA backward and flash's backward kernels
-// (kernels/flash_bwd) against the float64 reference
+// Backward cases on the GPU (issue 20): cudnn's SDPA backward, flash's backward kernels
+// (kernels/flash_bwd), and the eager-style backwards of math (fp32) and manual (both masked_fill
+// variants) against the float64 reference
 // gradients on fresh inputs with poisoned dQ, dK, dV (odd lengths, seq_q != seq_kv, both causal
 // alignments, head dims 64 and 128, bf16 and fp16, grouped K/V heads); run-to-run bitwise
 // repeatability of the gradients reported (printed, not asserted: cuDNN does not promise it for
@@ -40,9 +41,14 @@ AttentionProblem problem_of(const BackwardCase& c) {
   return p;
 }
 
+bool gives_rows_without_keys_zero_gradients(const std::string& backend) {
+  return backend == "flash" || backend == "efficient" || backend == "math";  // cudnn refuses such rows; manual's
+                                                                            // softmax gives NaN there
+}
+
 std::vector<BackwardCase> cases() {
   std::vector<BackwardCase> out;
-  for (const char* backend : {"cudnn", "flash", "efficient"})
+  for (const char* backend : {"cudnn", "flash", "efficient", "math", "manual:in_place", "manual:out_of_place"})
     for (DType dtype : {DType::bf16, DType::fp16})
       for (int d : {64, 128})
         for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
@@ -50,16 +56,29 @@ std::vector<BackwardCase> cases() {
           out.push_back({1, 8, 2, 257, 257, d, causal, dtype, backend});   // odd, grouped heads
           out.push_back({2, 4, 1, 128, 384, d, causal, dtype, backend});   // seq_q < seq_kv, one K/V head
           // seq_q > seq_kv (bottom-right leaves rows without keys, which cudnn refuses; flash
-          // gives them zero gradients)
-          if (causal != CausalMode::bottom_right || std::string(backend) != "cudnn")
+          // and math give them zero gradients; efficient too, with flash's kernel body)
+          if (causal != CausalMode::bottom_right || gives_rows_without_keys_zero_gradients(backend))
             out.push_back({1, 4, 4, 200, 136, d, causal, dtype, backend});
         }
-  // flash and efficient: a sliding window, and several key blocks per sequence with odd lengths.
-  for (const char* backend : {"flash", "efficient"})
+  // flash, efficient, math, manual: a sliding window, and several key blocks per sequence with odd lengths.
+  for (const char* backend : {"flash", "efficient", "math", "manual:in_place", "manual:out_of_place"})
     for (DType dtype : {DType::bf16, DType::fp16}) {
       out.push_back({1, 4, 2, 333, 333, 128, CausalMode::bottom_right, dtype, backend});
       out.push_back({1, 4, 4, 129, 1000, 64, CausalMode::none, dtype, backend});
     }
+  // math and manual take fp32 inputs too (math skips its casts; manual's GEMMs run in fp32).
+  for (const char* backend : {"math", "manual:in_place", "manual:out_of_place"})
+    for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
+      out.push_back({2, 4, 4, 17, 17, 64, causal, DType::fp32, backend});
+      out.push_back({1, 8, 2, 257, 257, 128, causal, DType::fp32, backend});
+      out.push_back({2, 4, 1, 128, 384, 64, causal, DType::fp32, backend});
+    }
+  // math and manual: rows longer than 2048 keys take the block-per-row softmax backward (element
+  // by element at 2500 bf16 keys, in 16-byte packs at 2500 fp32 or 4096 bf16 keys).
+  for (const char* backend : {"math", "manual:in_place", "manual:out_of_place"}) {
+    out.push_back({1, 2, 1, 64, 2500, 64, CausalMode::none, DType::bf16, backend});
+    out.push_back({1, 2, 2, 64, 4096, 128, CausalMode::bottom_right, DType::bf16, backend});
+  }
   return out;
 }
 
@@ -69,14 +88,18 @@ AttentionProblem windowed(AttentionProblem p) {
 }
 
 std::string name_of(const BackwardCase& c) {
-  return fmt::format("{}_{}_{}_b{}h{}kv{}_{}x{}_d{}", c.backend, to_string(c.dtype), to_string(c.causal), c.batch,
+  std::string backend = c.backend;  // a test name takes letters, digits and underscores only
+  for (char& ch : backend)
+    if (ch == ':') ch = '_';
+  return fmt::format("{}_{}_{}_b{}h{}kv{}_{}x{}_d{}", backend, to_string(c.dtype), to_string(c.causal), c.batch,
                      c.heads, c.heads_kv, c.seq_q, c.seq_kv, c.head_dim);
 }
 
 class Backward : public ::testing::TestWithParam<BackwardCase> {};
 
 TEST_P(Backward, MatchesTheFloat64ReferenceGradients) {
-  // The 333-row case runs with a window of 64 keys to the left (cudnn's cases take none).
+  // The 333-row cases (flash, efficient, math, manual) run with a window of 64 keys to the left
+  // (cudnn's cases take none).
   const bool window = GetParam().seq_q == 333;
   const AttentionProblem p = window ? windowed(problem_of(GetParam())) : problem_of(GetParam());
   const std::string name = GetParam().backend;
@@ -127,15 +150,20 @@ TEST(CudnnBackwardChecks, GradientsOfOtherInputsFailVerification) {
   EXPECT_FALSE(verify_gradients(p, 12, got).passed);  // the reference of other inputs
 }
 
-// A backend with no backward says so (never a fake pass); a forward problem is not its business.
-TEST(BackwardRefusals, BackendsWithoutABackwardSayWhy) {
+// Every backend has a backward for a plain dense problem, and a problem out of its reach gets a
+// reason, never a fake pass: bias (none takes a dBias) and fp32 where only 16-bit kernels exist.
+TEST(BackwardRefusals, EveryBackendHasOneAndSaysWhyWhereNot) {
   const AttentionProblem p = problem_of({1, 2, 2, 64, 64, 64, CausalMode::none, DType::bf16});
+  AttentionProblem with_bias = p;
+  with_bias.has_bias = true;
   for (const BackendInfo& info : backend_registry()) {
     const std::unique_ptr<AttentionBackend> backend = info.make();
     const Unsupported why = backend->check_backward(p);
-    std::printf("  %-22s backward: %s\n", info.name.c_str(), why ? why->c_str() : "yes");
-    if (info.name == "cudnn" || info.name == "flash" || info.name == "efficient") continue;
-    EXPECT_TRUE(why.has_value()) << info.name << " claims a backward";
+    const Unsupported bias = backend->check_backward(with_bias);
+    std::printf("  %-22s backward: %s; with a bias: %s\n", info.name.c_str(), why ? why->c_str() : "yes",
+                bias ? bias->c_str() : "yes");
+    EXPECT_FALSE(why.has_value()) << info.name << ": " << *why;
+    if (bias) EXPECT_FALSE(bias->empty()) << info.name;
   }
 }
 
