@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -352,6 +353,25 @@ std::uint64_t gradient_verification_host_bytes(const AttentionProblem& p, std::i
   const std::uint64_t per_thread = seq_kv * (2 * sizeof(double) + sizeof(float)) + 2 * kv_rows * d * sizeof(double);
   const std::uint64_t kv = 2 * seq_kv * d * sizeof(float) + seq_kv * sizeof(int);
   return (rows + 2 * kv_rows) * per_row + kv + worker_count(threads) * per_thread;
+}
+
+std::int64_t count_bitwise_differences(const void* a, const void* b, std::int64_t elements, int element_bytes) {
+  if (elements < 0 || element_bytes <= 0)
+    throw std::invalid_argument(fmt::format("count_bitwise_differences: {} elements of {} bytes", elements, element_bytes));
+  const auto* x = static_cast<const unsigned char*>(a);
+  const auto* y = static_cast<const unsigned char*>(b);
+  const auto width = static_cast<std::size_t>(element_bytes);
+  // Whole blocks first: identical runs (the common case) cost one memcmp per block.
+  constexpr std::int64_t kBlock = 4096;
+  std::int64_t differing = 0;
+  for (std::int64_t first = 0; first < elements; first += kBlock) {
+    const std::int64_t count = std::min(kBlock, elements - first);
+    const std::size_t at = static_cast<std::size_t>(first) * width;
+    if (std::memcmp(x + at, y + at, static_cast<std::size_t>(count) * width) == 0) continue;
+    for (std::size_t byte = at; byte < at + static_cast<std::size_t>(count) * width; byte += width)
+      differing += std::memcmp(x + byte, y + byte, width) != 0;
+  }
+  return differing;
 }
 
 }  // namespace attnprof

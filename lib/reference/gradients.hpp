@@ -8,8 +8,11 @@
 // cases of ragged or paged problems are refused before they get here.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/types.hpp"
@@ -57,6 +60,28 @@ struct GradientOutputs {
 // the result names (dq/dk/dv_relative_error), and the detail says which one failed.
 Verification verify_gradients(const AttentionProblem& problem, std::uint64_t seed, const GradientOutputs& got,
                               const VerifyOptions& options = {});
+
+// The run-to-run check of a backward case's verification: the backward run a second time on the same
+// inputs (gradients poisoned again) and dQ, dK, dV compared bitwise with the first run's. Atomic
+// accumulation (dQ by red.global.add) makes the order of fp32 additions, so the bits, vary.
+struct GradientRepeatability {
+  bool checked = false;                      // false: `note` says why not
+  std::array<std::int64_t, 3> elements{};    // dQ, dK, dV elements compared
+  std::array<std::int64_t, 3> differing{};   // of those, bitwise different between the two runs
+  std::string note;
+
+  std::int64_t total_elements() const { return elements[0] + elements[1] + elements[2]; }
+  std::int64_t total_differing() const { return differing[0] + differing[1] + differing[2]; }
+  // true / false once checked; nullopt when not.
+  std::optional<bool> deterministic() const {
+    return checked ? std::optional<bool>(total_differing() == 0) : std::nullopt;
+  }
+};
+inline constexpr std::array<const char*, 3> kGradientNames = {"dQ", "dK", "dV"};
+
+// Elements of `element_bytes` bytes each that differ bitwise between `a` and `b` (the run-to-run
+// check: a NaN equals itself when its bits do, +0 and -0 differ).
+std::int64_t count_bitwise_differences(const void* a, const void* b, std::int64_t elements, int element_bytes);
 
 // Host bytes verify_gradients needs at most for `max_rows` rows (for the check against available memory).
 std::uint64_t gradient_verification_host_bytes(const AttentionProblem& problem,

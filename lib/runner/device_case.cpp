@@ -229,6 +229,54 @@ std::vector<float> DeviceCase::read_gradients(cudaStream_t stream) const {
   return all;
 }
 
+bool DeviceCase::keep_gradients(cudaStream_t stream) {
+  if (!problem_.is_backward()) throw std::logic_error("keep_gradients: the case is a forward");
+  // The backend's workspace exists by now (the verified backward ran); the margin leaves room for
+  // one it allocates per call.
+  constexpr std::size_t kMarginBytes = std::size_t{512} << 20;
+  const std::size_t bytes = dq_.bytes() + dk_.bytes() + dv_.bytes();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (bytes + kMarginBytes > free_bytes) return false;
+  kept_gradients_ = DeviceBuffer(bytes);
+  auto* kept = kept_gradients_.as<std::uint8_t>();
+  for (const DeviceBuffer* gradient : {&dq_, &dk_, &dv_}) {
+    CUDA_CHECK(cudaMemcpyAsync(kept, gradient->get(), gradient->bytes(), cudaMemcpyDeviceToDevice, stream));
+    kept += gradient->bytes();
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return true;
+}
+
+GradientRepeatability DeviceCase::compare_with_kept(cudaStream_t stream) {
+  if (kept_gradients_.get() == nullptr) throw std::logic_error("compare_with_kept: no gradients were kept");
+  // Chunks of 32 MiB each way: host memory stays small whatever the problem's size.
+  constexpr std::size_t kChunkBytes = std::size_t{32} << 20;
+  const int width = dtype_bytes(problem_.dtype);
+  const std::size_t chunk_bytes = kChunkBytes / static_cast<std::size_t>(width) * static_cast<std::size_t>(width);
+  std::vector<std::uint8_t> now(chunk_bytes), before(chunk_bytes);
+  GradientRepeatability result;
+  result.checked = true;
+  const auto* kept = kept_gradients_.as<const std::uint8_t>();
+  const DeviceBuffer* gradients[3] = {&dq_, &dk_, &dv_};
+  for (std::size_t t = 0; t < 3; ++t) {
+    const auto* current = static_cast<const std::uint8_t*>(gradients[t]->get());
+    const std::size_t bytes = gradients[t]->bytes();
+    result.elements[t] = static_cast<std::int64_t>(bytes / static_cast<std::size_t>(width));
+    for (std::size_t at = 0; at < bytes; at += chunk_bytes) {
+      const std::size_t n = std::min(chunk_bytes, bytes - at);
+      CUDA_CHECK(cudaMemcpyAsync(now.data(), current + at, n, cudaMemcpyDeviceToHost, stream));
+      CUDA_CHECK(cudaMemcpyAsync(before.data(), kept + at, n, cudaMemcpyDeviceToHost, stream));
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      result.differing[t] +=
+          count_bitwise_differences(now.data(), before.data(), static_cast<std::int64_t>(n) / width, width);
+    }
+    kept += bytes;
+  }
+  kept_gradients_ = DeviceBuffer();
+  return result;
+}
+
 void DeviceCase::poison_outputs(cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(o_.get(), kPoisonByte, o_.bytes(), stream));
   CUDA_CHECK(cudaMemsetAsync(lse_.get(), kPoisonByte, lse_.bytes(), stream));

@@ -47,6 +47,13 @@ class DeviceCase {
   // dQ, dK and dV whole, one after the other, for tests on small problems (bitwise repeatability).
   std::vector<float> read_gradients(cudaStream_t stream) const;
 
+  // The run-to-run check of the verification: keep_gradients copies dQ, dK and dV on the device
+  // (false, and no copy, when that does not fit in free memory beside a margin for the backend);
+  // after another backward, compare_with_kept counts per gradient the elements that differ bitwise
+  // from the copy (read back in chunks, compared on the host) and frees it. Synchronize `stream`.
+  bool keep_gradients(cudaStream_t stream);
+  GradientRepeatability compare_with_kept(cudaStream_t stream);
+
   // The output rows `rows` (ascending logical flat indices over [batch, heads, seq_q], never the
   // padding of a ragged sequence) and their
   // logsumexp, gathered on the device and copied back in one piece, plus a device-side count of
@@ -63,6 +70,7 @@ class DeviceCase {
   std::uint64_t seed_;
   DeviceBuffer q_, k_, v_, o_, lse_, bias_;
   DeviceBuffer d_o_, dq_, dk_, dv_;  // a backward problem's
+  DeviceBuffer kept_gradients_;      // dQ | dK | dV of the first run, during the run-to-run check
 
   DeviceBuffer sequences_;         // int32 lengths, cumulative offsets and block table (ragged, paged)
   std::ptrdiff_t lens_q_at_ = -1, lens_kv_at_ = -1, cu_q_at_ = -1, cu_kv_at_ = -1, table_at_ = -1;

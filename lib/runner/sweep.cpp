@@ -156,6 +156,22 @@ void mark_interrupted(CaseOutcome& out, const std::string& where) {
   out.reason = "interrupted " + where;
 }
 
+// The verification's run-to-run check of a backward: the gradients the verified run left are kept,
+// poisoned, and the backward runs once more on the same inputs; dQ, dK and dV are then compared
+// bitwise. Atomic accumulation shows here as differing bits. nullopt when interrupted.
+std::optional<GradientRepeatability> check_run_to_run(AttentionBackend& backend, DeviceCase& device,
+                                                      cudaStream_t stream, const std::atomic<bool>* interrupted) {
+  if (!device.keep_gradients(stream)) {
+    GradientRepeatability not_checked;
+    not_checked.note = "not checked: a copy of dQ, dK and dV does not fit in free device memory";
+    return not_checked;
+  }
+  device.poison_gradients(stream);
+  backend.run_backward(device.problem(), device.backward_buffers(), stream);
+  if (!wait_for_stream(stream, interrupted)) return std::nullopt;
+  return device.compare_with_kept(stream);
+}
+
 // Everything that happens on the GPU for one case. Throws on CUDA errors; the caller records
 // them. An interrupt is honoured between steps and inside every wait: the case ends marked.
 void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, const SweepSettings& o,
@@ -222,6 +238,10 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     m.relative_error = v.relative_error;
     m.error_bound = v.bound;
     m.rows_verified = v.rows_checked;
+    if (backward) {
+      m.repeatability = check_run_to_run(backend, *device_case, stream, o.interrupted);
+      if (!m.repeatability) return mark_interrupted(out, "during verification (the run-to-run check)");
+    }
     if (!v.passed) {
       out.status = CaseStatus::failed;
       out.reason = "wrong result: " + v.detail;

@@ -70,6 +70,7 @@ void CaseAccumulator::add_transfer(const Transfer& t, const std::string& op_name
   OpTotals& op = ops_[op_name];
   op.count += 1;
   op.bytes += t.bytes;
+  op.ns += duration_ns(t);
   op.launch_api = t.launch_api;
   count += 1;
   bytes += t.bytes;
@@ -120,6 +121,7 @@ CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m) const {
   c.relative_error = m.relative_error;
   c.error_bound = m.error_bound;
   c.rows_verified = m.rows_verified;
+  c.repeatability = m.repeatability;
 
   const double iters = m.iterations > 0 ? m.iterations : 1;
   for (const KernelTotals& t : kernels_) {
@@ -133,7 +135,7 @@ CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m) const {
                    [](const KernelSummary& x, const KernelSummary& y) { return x.gpu_us_per_iter > y.gpu_us_per_iter; });
   for (const auto& [what, op] : ops_)
     c.memory_ops.push_back({what, static_cast<double>(op.count) / iters, static_cast<double>(op.bytes) / iters,
-                            op.launch_api});
+                            us(op.ns) / iters, op.launch_api});
 
   c.kernels_per_iter = static_cast<double>(kernel_count_) / iters;
   c.memcpy_per_iter = static_cast<double>(memcpy_count_) / iters;

@@ -44,6 +44,7 @@ class CaseAccumulator {
   struct OpTotals {
     std::uint64_t count = 0;
     std::uint64_t bytes = 0;
+    std::uint64_t ns = 0;
     std::string launch_api;  // the last one seen, as the batch aggregation always kept
   };
 

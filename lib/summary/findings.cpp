@@ -34,6 +34,7 @@ void memory_findings(CaseSummary& c) {
   for (const MemoryOpSummary& op : c.memory_ops) {
     if (op.per_iter <= 0) continue;
     const bool is_memset = op.what == "memset";
+    if (is_memset && c.problem.is_backward()) continue;  // workspace_memset says what a backward's are
     c.findings.push_back(
         {is_memset ? "memset_in_iteration" : "memcpy_in_iteration",
          fmt::format("{} {} per iteration moving {:.0f} bytes, issued by {}: {} inside the timed loop", count_text(op.per_iter),
@@ -48,7 +49,8 @@ void conversion_findings(CaseSummary& c) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelSummary& k : c.kernels) {
     const std::string direction = conversion_direction(k.name);
-    if (direction.empty()) continue;
+    // A backward's dQ conversion is its accumulator's (dq_fp32_accumulator), not an upcast of the inputs.
+    if (direction.empty() || contains(lower(k.name), "convert_dq")) continue;
     (direction.rfind("fp32", 0) == 0 ? down : up) += k.per_iter;
     kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}, {"direction", direction}});
   }
@@ -280,6 +282,210 @@ void split_kv_findings(CaseSummary& c) {
         {"splits", splits}}});
 }
 
+// ---- A backward's findings: how dQ is accumulated, whether P is stored, what it zeroes ----
+
+std::string mb_text(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+
+std::string names_text(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return text;
+}
+
+// The memsets of the timed iteration, all together (the accumulator keeps one op for them).
+struct Memsets {
+  double per_iter = 0, bytes = 0, us = 0;
+  std::string launch_api;
+};
+
+Memsets memsets_of(const CaseSummary& c) {
+  Memsets m;
+  for (const MemoryOpSummary& op : c.memory_ops) {
+    if (op.what != "memset" || op.per_iter <= 0) continue;
+    m.per_iter += op.per_iter;
+    m.bytes += op.bytes_per_iter;
+    m.us += op.gpu_us_per_iter;
+    m.launch_api = op.launch_api;
+  }
+  return m;
+}
+
+// The fp32 buffer a backward that adds partial dQ sums from several key blocks accumulates into:
+// batch x heads x seq_q x head_dim x 4 bytes.
+double dq_accumulator_bytes(const AttentionShape& s) {
+  return 4.0 * s.batch * s.heads * s.seq_q * s.head_dim;
+}
+
+// The GPU time of one iteration, the denominator of a share.
+double iteration_gpu_us(const CaseSummary& c) { return c.gpu_busy_us_per_iter > 0 ? c.gpu_busy_us_per_iter : c.median_us; }
+
+// Kernels that hand [seq_q, seq_kv] matrices to each other through memory: score GEMMs and softmax.
+NamedKernels score_matrix_kernels(const CaseSummary& c) { return kernels_named(c, {"gemm", "nvjet", "softmax"}); }
+
+// A fused backward: its largest kernel is an attention backward (FlashAttention's bwd, cuDNN's
+// bprop, CUTLASS's fmha_cutlassB) and no GEMM, softmax or copy runs beside it, so no
+// [seq_q, seq_kv] buffer goes through memory.
+bool is_fused_backward(const CaseSummary& c) {
+  const KernelSummary* k = c.dominant_kernel();
+  if (!c.problem.is_backward() || k == nullptr || c.memcpy_per_iter > 0) return false;
+  const std::string name = lower(k->name);
+  const bool attention_backward = contains(name, "bwd") || contains(name, "bprop") || contains(name, "cutlassb");
+  return attention_backward && score_matrix_kernels(c).kernels.empty();
+}
+
+// dQ accumulated in fp32 across key blocks: a buffer zeroed every call and converted at the end
+// (FlashAttention-2's and cuDNN's convert_dq kernels), or zeroed before a fused kernel that writes
+// dQ itself (CUTLASS's cutlassB and its fill).
+void dq_accumulator_findings(CaseSummary& c) {
+  if (!c.problem.is_backward()) return;
+  const NamedKernels converts = kernels_named(c, {"convert_dq"});
+  if (converts.kernels.empty() && !is_fused_backward(c)) return;
+  const Memsets memsets = memsets_of(c);
+  const NamedKernels fills = kernels_named(c, {"fill", "zero"});
+  const NamedKernels dot = kernels_named(c, {"dot_do_o"});
+  std::vector<std::string> steps;
+  if (memsets.per_iter > 0)
+    steps.push_back(fmt::format("{} memset(s) of {} in all", count_text(memsets.per_iter), mb_text(memsets.bytes)));
+  if (!fills.kernels.empty())
+    steps.push_back(fmt::format("{} fill kernel(s), {}", count_text(fills.per_iter),
+                                shorten_name(fills.kernels[0]["name"].get<std::string>())));
+  const double zeroing_us = memsets.us + fills.us;
+  const double total = iteration_gpu_us(c);
+  const double bytes = dq_accumulator_bytes(c.problem.shape);
+  const AttentionShape& s = c.problem.shape;
+  const std::string size = fmt::format("{} = {}x{}x{}x{} x 4 bytes", mb_text(bytes), s.batch, s.heads, s.seq_q, s.head_dim);
+  nlohmann::json evidence = {{"accumulator_bytes", bytes},
+                             {"convert_kernels", converts.kernels},
+                             {"fill_kernels", fills.kernels},
+                             {"memsets_per_iter", memsets.per_iter},
+                             {"memset_bytes_per_iter", memsets.bytes},
+                             {"zeroing_us_per_iter", zeroing_us},
+                             {"convert_us_per_iter", converts.us},
+                             {"gpu_us_per_iter", total}};
+  if (converts.kernels.empty()) {
+    // A fused kernel that writes dQ itself: only an explicit zeroing step says it accumulates.
+    if (steps.empty()) return;
+    const double share = total > 0 ? 100.0 * zeroing_us / total : 0;
+    evidence["share_percent"] = share;
+    c.findings.push_back(
+        {"dq_fp32_accumulator",
+         fmt::format("the fused backward zeroes a buffer every call ({}) before {}: most likely the fp32 accumulator its "
+                     "key blocks add partial dQ sums into ({}), which the last one writes out in {}; the zeroing takes "
+                     "{:.1f} us of {:.1f} us per iteration ({:.1f}%)",
+                     names_text(steps), shorten_name(c.dominant_kernel()->name), size, to_string(c.problem.dtype),
+                     zeroing_us, total, share),
+         std::move(evidence)});
+    return;
+  }
+  std::string zeroing = names_text(steps);
+  if (steps.empty() && !dot.kernels.empty()) {
+    zeroing = fmt::format("inside {}, beside D = rowsum(dO o O): no memset or fill in the iteration",
+                          shorten_name(dot.kernels[0]["name"].get<std::string>()));
+    evidence["zeroed_in_kernel"] = dot.kernels[0]["name"];
+  } else if (steps.empty()) {
+    zeroing = "inside a kernel: no memset or fill in the iteration";
+  }
+  const double us = converts.us + zeroing_us;
+  const double share = total > 0 ? 100.0 * us / total : 0;
+  evidence["share_percent"] = share;
+  c.findings.push_back(
+      {"dq_fp32_accumulator",
+       fmt::format("dQ is accumulated in an fp32 buffer ({}), zeroed every call ({}) and converted to {} at the end by "
+                   "{}: {} {:.1f} us of {:.1f} us per iteration ({:.1f}%)",
+                   size, zeroing, to_string(c.problem.dtype), shorten_name(converts.kernels[0]["name"].get<std::string>()),
+                   zeroing_us > 0 ? "zeroing and converting it take" : "converting it takes", us, total, share),
+       std::move(evidence)});
+}
+
+// The run-to-run check of the verification (GradientRepeatability): said only when bits differ.
+void repeatability_findings(CaseSummary& c) {
+  if (!c.repeatability || c.repeatability->deterministic().value_or(true)) return;
+  const GradientRepeatability& r = *c.repeatability;
+  std::vector<std::string> differing, identical, counts;
+  nlohmann::json tensors = nlohmann::json::object();
+  for (std::size_t t = 0; t < kGradientNames.size(); ++t) {
+    (r.differing[t] > 0 ? differing : identical).push_back(kGradientNames[t]);
+    if (r.differing[t] > 0) counts.push_back(fmt::format("{} {} of {}", kGradientNames[t], r.differing[t], r.elements[t]));
+    tensors[kGradientNames[t]] = {{"elements", r.elements[t]}, {"differing", r.differing[t]}};
+  }
+  c.findings.push_back(
+      {"backward_nondeterministic",
+       fmt::format("{} {} bitwise between two runs of the backward on the same inputs: {} of {} elements ({}{}{}); it "
+                   "accumulates with atomics whose order varies from run to run, so its gradients are not reproducible "
+                   "bit for bit",
+                   names_text(differing), differing.size() == 1 ? "differs" : "differ", r.total_differing(),
+                   r.total_elements(), names_text(counts), identical.empty() ? "" : "; identical: ", names_text(identical)),
+       {{"deterministic", false},
+        {"differing_elements", r.total_differing()},
+        {"elements", r.total_elements()},
+        {"tensors", tensors}}});
+}
+
+// P in the backward: recomputed from the forward's logsumexp by a fused kernel, or passed through
+// memory as full [seq_q, seq_kv] matrices by GEMMs and softmax kernels.
+void score_matrix_findings(CaseSummary& c) {
+  if (!c.problem.is_backward()) return;
+  const AttentionShape& s = c.problem.shape;
+  const double elements = static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv;
+  const std::string matrix = fmt::format("{}x{}x{}x{}", s.batch, s.heads, s.seq_q, s.seq_kv);
+  if (is_fused_backward(c)) {
+    const double bytes = elements * dtype_bytes(c.problem.dtype), fp32_bytes = elements * 4.0;
+    const double lse_bytes = 4.0 * s.batch * s.heads * s.seq_q;
+    const std::string kernel = c.dominant_kernel()->name;
+    c.findings.push_back(
+        {"p_recomputed",
+         fmt::format("{} recomputes P = exp(QK^T * scale - lse) tile by tile from the forward's saved logsumexp ({}) "
+                     "instead of storing it: the {} matrix P never reaches memory, {:.2f} GB at {} ({:.2f} GB in fp32) "
+                     "not written by the forward nor read back here, for the price of the QK^T matmul done again",
+                     shorten_name(kernel), mb_text(lse_bytes), matrix, bytes / 1e9, to_string(c.problem.dtype),
+                     fp32_bytes / 1e9),
+         {{"kernel", kernel},
+          {"score_elements", elements},
+          {"bytes_avoided", bytes},
+          {"bytes_avoided_fp32", fp32_bytes},
+          {"lse_bytes", lse_bytes}}});
+    return;
+  }
+  const NamedKernels kernels = score_matrix_kernels(c);
+  if (kernels.kernels.empty()) return;
+  // Inputs upcast to fp32 (math): its matrices are fp32 too.
+  const bool upcast = std::any_of(c.kernels.begin(), c.kernels.end(), [](const KernelSummary& k) {
+    return conversion_direction(k.name).ends_with("->fp32");
+  });
+  const int width = upcast ? 4 : dtype_bytes(c.problem.dtype);
+  const double bytes = elements * width;
+  c.findings.push_back(
+      {"scores_materialised",
+       fmt::format("the backward materialises the {} score matrices: {} GEMM/softmax kernel(s) per iteration ({:.1f} "
+                   "us) pass P, dP and dS through memory, {:.2f} GB each in {}; a fused backward recomputes P from the "
+                   "logsumexp and keeps them on chip",
+                   matrix, count_text(kernels.per_iter), kernels.us, bytes / 1e9, upcast ? "fp32" : to_string(c.problem.dtype)),
+       {{"kernels", kernels.kernels}, {"score_elements", elements}, {"bytes_per_matrix", bytes}}});
+}
+
+// Memsets inside a backward's iteration: workspace or accumulator zeroing, paid on every call.
+void workspace_memset_findings(CaseSummary& c) {
+  if (!c.problem.is_backward()) return;
+  const Memsets memsets = memsets_of(c);
+  if (memsets.per_iter <= 0) return;
+  const double accumulator = dq_accumulator_bytes(c.problem.shape);
+  // Equal, or a little larger where the library pads its rows.
+  const bool like_accumulator = memsets.bytes >= accumulator && memsets.bytes <= 1.25 * accumulator;
+  c.findings.push_back(
+      {"workspace_memset",
+       fmt::format("{} memset(s) per iteration inside the backward, {} in all ({:.1f} us), issued by {}: workspace or "
+                   "accumulator zeroing paid on every call{}",
+                   count_text(memsets.per_iter), mb_text(memsets.bytes), memsets.us,
+                   memsets.launch_api.empty() ? "an unknown API call" : memsets.launch_api,
+                   like_accumulator ? fmt::format(", the size of the fp32 dQ accumulator ({})", mb_text(accumulator)) : ""),
+       {{"per_iter", memsets.per_iter},
+        {"bytes_per_iter", memsets.bytes},
+        {"gpu_us_per_iter", memsets.us},
+        {"launch_api", memsets.launch_api},
+        {"dq_accumulator_bytes", accumulator}}});
+}
+
 }  // namespace
 
 std::string shorten_name(const std::string& name) {
@@ -317,6 +523,10 @@ void add_findings(CaseSummary& c) {
   padded_batch_findings(c);
   gathered_pages_findings(c);
   split_kv_findings(c);
+  dq_accumulator_findings(c);
+  workspace_memset_findings(c);
+  score_matrix_findings(c);
+  repeatability_findings(c);
   mask_findings(c);
   occupancy_findings(c);
   launch_findings(c);

@@ -145,6 +145,31 @@ std::optional<T> get_optional(const nlohmann::json& j, const char* key) {
   return j.at(key).get<T>();
 }
 
+// verification's "run_to_run" object: per gradient its elements and how many differed.
+nlohmann::json repeatability_json(const GradientRepeatability& r) {
+  nlohmann::json j = {{"checked", r.checked}};
+  if (!r.note.empty()) j["note"] = r.note;
+  if (!r.checked) return j;
+  j["elements"] = r.total_elements();
+  j["differing"] = r.total_differing();
+  for (std::size_t t = 0; t < kGradientNames.size(); ++t)
+    j["tensors"][kGradientNames[t]] = {{"elements", r.elements[t]}, {"differing", r.differing[t]}};
+  return j;
+}
+
+GradientRepeatability repeatability_from_json(const nlohmann::json& j) {
+  GradientRepeatability r;
+  r.checked = j.value("checked", false);
+  r.note = j.value("note", "");
+  const nlohmann::json tensors = j.value("tensors", nlohmann::json::object());
+  for (std::size_t t = 0; t < kGradientNames.size(); ++t) {
+    const nlohmann::json one = tensors.value(kGradientNames[t], nlohmann::json::object());
+    r.elements[t] = json_integer_or(one, "elements", std::int64_t{0});
+    r.differing[t] = json_integer_or(one, "differing", std::int64_t{0});
+  }
+  return r;
+}
+
 nlohmann::json kernel_json(const KernelSummary& k) {
   nlohmann::json j = {{"name", k.name},
                       {"per_iter", k.per_iter},
@@ -225,6 +250,11 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
                        {"relative_error", c.relative_error},
                        {"bound", c.error_bound}};
   if (c.rows_verified > 0) j["verification"]["rows"] = c.rows_verified;
+  if (c.repeatability) {
+    // true or false once compared, null when not (the note says why).
+    put_optional(j["verification"], "backward_deterministic", c.repeatability->deterministic());
+    j["verification"]["run_to_run"] = repeatability_json(*c.repeatability);
+  }
   j["timing"] = {{"iterations", c.iterations}, {"median_us", c.median_us}, {"p90_us", c.p90_us},
                  {"min_us", c.min_us},         {"tflops", c.tflops},       {"iteration_us", c.iteration_us}};
   const RooflinePoint& r = c.roofline;
@@ -251,7 +281,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
   nlohmann::json ops = nlohmann::json::array();
   for (const MemoryOpSummary& op : c.memory_ops)
     ops.push_back({{"what", op.what}, {"per_iter", op.per_iter}, {"bytes_per_iter", op.bytes_per_iter},
-                   {"launch_api", op.launch_api}});
+                   {"gpu_us_per_iter", op.gpu_us_per_iter}, {"launch_api", op.launch_api}});
   j["memory_ops"] = std::move(ops);
   j["launch_apis"] = c.launch_apis;
   nlohmann::json host = {{"enqueue_us_per_iter", c.host_enqueue_us_per_iter}};
@@ -284,6 +314,8 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.relative_error = v.value("relative_error", 0.0);
   c.error_bound = v.value("bound", 0.0);
   c.rows_verified = json_integer_or(v, "rows", std::int64_t{0});
+  c.repeatability.reset();
+  if (const auto r = v.find("run_to_run"); r != v.end() && r->is_object()) c.repeatability = repeatability_from_json(*r);
   const nlohmann::json& t = j.at("timing");
   c.iterations = json_integer_or(t, "iterations", 0);
   c.median_us = t.value("median_us", 0.0);
@@ -314,7 +346,8 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.memory_ops.clear();
   for (const nlohmann::json& op : j.value("memory_ops", nlohmann::json::array()))
     c.memory_ops.push_back({op.at("what").get<std::string>(), op.at("per_iter").get<double>(),
-                            op.value("bytes_per_iter", 0.0), op.value("launch_api", "")});
+                            op.value("bytes_per_iter", 0.0), op.value("gpu_us_per_iter", 0.0),
+                            op.value("launch_api", "")});
   c.launch_apis = j.value("launch_apis", std::vector<std::string>{});
   const nlohmann::json host = j.value("host", nlohmann::json::object());
   c.host_enqueue_us_per_iter = host.value("enqueue_us_per_iter", 0.0);

@@ -13,6 +13,7 @@
 #include "core/device_properties.hpp"
 #include "core/roofline.hpp"
 #include "core/types.hpp"
+#include "reference/gradients.hpp"
 #include "trace/model.hpp"
 
 namespace attnprof {
@@ -47,11 +48,13 @@ struct MemoryOpSummary {
   std::string what;            // "memcpy DtoD", "memset"
   double per_iter = 0;
   double bytes_per_iter = 0;
+  double gpu_us_per_iter = 0;  // summed duration per timed iteration
   std::string launch_api;
 };
 
 struct Finding {
-  std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy", "driver_launch", "host_bound", "communication"
+  std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy", "driver_launch",
+                        // "host_bound", "communication", ...; a backward's: docs/config.md
   std::string message;  // one sentence for the table
   nlohmann::json evidence;
 };
@@ -82,6 +85,7 @@ struct CaseSummary {
   double relative_error = 0;
   double error_bound = 0;
   std::int64_t rows_verified = 0;  // output rows compared with the reference
+  std::optional<GradientRepeatability> repeatability;  // a verified backward case's run-to-run check
 
   // CUDA-event timing of the timed iterations.
   int iterations = 0;
@@ -145,6 +149,7 @@ struct CaseMeasurements {
   double relative_error = 0;
   double error_bound = 0;
   std::int64_t rows_verified = 0;
+  std::optional<GradientRepeatability> repeatability;
 };
 
 // Builds a case's summary from its measurements and the activities the collector tagged with

@@ -287,6 +287,7 @@ class ReportBuilder {
         m.relative_error = was.relative_error;
         m.error_bound = was.error_bound;
         m.rows_verified = was.rows_verified;
+        m.repeatability = was.repeatability;  // measured on the GPU once; the trace does not hold it
         const auto t = tagged_.find(static_cast<int>(i));
         CaseSummary c = (t == tagged_.end() ? empty : t->second.timed).summarize(m);
         c.status = was.status;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -132,7 +133,7 @@ struct RunTrace {
   RunSummary summary;
 };
 
-RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary) {
+RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary, bool with_backward = false) {
   const char* config_text = R"({
     "backends": ["flash", "manual"], "dtypes": ["bf16"], "causal": [true],
     "shapes": [{"batch": 1, "heads": 2, "seq_q": 128, "seq_kv": 128, "head_dim": 64}],
@@ -143,7 +144,7 @@ RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary) {
   const std::vector<std::string> backends = {"flash", "manual", "manual:out_of_place", "manual:in_place"};
   const Config config = parse_config(config_text, "report_test.json", backends);
 
-  std::vector<RunCase> cases(2);
+  std::vector<RunCase> cases(with_backward ? 3 : 2);
   {
     Recorder r;
     std::uint64_t t = kBase + 1'000'000;
@@ -196,6 +197,37 @@ RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary) {
     m.plan_cold_ms = 0.5;
     m.plan_warm_ms = 0.002;
     m.verified = m.verify_passed = true;
+  }
+
+  if (with_backward) {
+    // cuDNN's backward: a memset, dot(dO, O), the bprop kernel, dQ to 16 bits; its run-to-run
+    // check (measured on the GPU, kept only in the summary) found dQ's bits differing.
+    Recorder r;
+    std::uint64_t t = kBase + 9'000'000;
+    for (int i = 0; i < 3; ++i) {
+      t += 100'000;
+      const SweepTag tag{2, Phase::iteration, i};
+      r.range(fmt::format("iter {}", i), t - 10'000, t + 80'000, tag);
+      r.memset(t, tag);
+      r.kernel("compute_dot_do_o_specialized", t + 2'000, 3'000, tag, 32, 256, 0, "cuLaunchKernelEx");
+      r.kernel("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_3", t + 6'000, 40'000, tag, 168, 384,
+               200000, "cuLaunchKernelEx");
+      r.kernel("convert_dq_to_16bits", t + 47'000, 2'000, tag, 32, 256, 0, "cuLaunchKernelEx");
+    }
+    cases[2].batch = std::move(r.batch);
+    CaseMeasurements& m = cases[2].measured;
+    m.backend = "cudnn";
+    m.problem = cases[0].measured.problem;
+    m.problem.pass = AttentionPass::backward;
+    m.label = "cudnn backward bf16 causal 1x2x128x128x64";
+    m.iterations = 3;
+    m.iteration_us = {50.5, 51.0, 50.75};
+    m.verified = m.verify_passed = true;
+    GradientRepeatability repeat;
+    repeat.checked = true;
+    repeat.elements = {16384, 16384, 16384};
+    repeat.differing = {321, 0, 0};
+    m.repeatability = repeat;
   }
 
   RunTrace out;
@@ -258,6 +290,25 @@ TEST(TraceReport, OurRunTraceGivesBackTheRunsSummaryExactly) {
   EXPECT_EQ(manual.memset_per_iter, 1.0);
   ASSERT_EQ(manual.surprises.size(), 1u);
   EXPECT_EQ(manual.surprises[0].field, "memcpy_per_iter");
+}
+
+TEST(TraceReport, ABackwardKeepsItsRunToRunCheckAndItsFindings) {
+  const RunTrace run = write_run_trace(temp_dir("backward"), true, true);
+  TraceReportOptions options;
+  options.known_backends = {"flash", "manual", "manual:out_of_place", "manual:in_place", "cudnn"};
+  const TraceReport report = report_from_trace(run.path, options);
+  const nlohmann::json want = run.summary;
+  const nlohmann::json got = report.summary;
+  EXPECT_EQ(got, want) << "diff: " << nlohmann::json::diff(want, got).dump(1);
+  ASSERT_EQ(report.summary.cases.size(), 3u);
+  const CaseSummary& backward = report.summary.cases[2];
+  ASSERT_TRUE(backward.repeatability.has_value());
+  EXPECT_EQ(backward.repeatability->differing[0], 321);
+  std::set<std::string> kinds;
+  for (const Finding& f : backward.findings) kinds.insert(f.kind);
+  for (const char* kind : {"backward_nondeterministic", "dq_fp32_accumulator", "workspace_memset", "p_recomputed"})
+    EXPECT_TRUE(kinds.count(kind)) << kind;
+  EXPECT_FALSE(kinds.count("memset_in_iteration"));
 }
 
 TEST(TraceReport, WithoutExpectationsTheRunsSurprisesAreKept) {
