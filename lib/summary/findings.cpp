@@ -284,7 +284,10 @@ void split_kv_findings(CaseSummary& c) {
 
 // ---- A backward's findings: how dQ is accumulated, whether P is stored, what it zeroes ----
 
-std::string mb_text(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+// Megabytes, or bytes when fewer than 0.1 MB (a 4-byte memset is not "0.0 MB").
+std::string mb_text(double bytes) {
+  return bytes < 1e5 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} MB", bytes / 1e6);
+}
 
 std::string names_text(const std::vector<std::string>& names) {
   std::string text;
@@ -341,9 +344,12 @@ void dq_accumulator_findings(CaseSummary& c) {
   if (!c.problem.is_backward()) return;
   const NamedKernels converts = kernels_named(c, {"convert_dq"});
   if (converts.kernels.empty() && !is_fused_backward(c)) return;
-  const Memsets memsets = memsets_of(c);
+  const Memsets all_memsets = memsets_of(c);
   const NamedKernels fills = kernels_named(c, {"fill", "zero"});
   const NamedKernels dot = kernels_named(c, {"dot_do_o"});
+  // Memsets far smaller than the accumulator (cuDNN's 4-byte one) are not its zeroing.
+  const bool memsets_zero_it = all_memsets.bytes >= 0.5 * dq_accumulator_bytes(c.problem.shape);
+  const Memsets memsets = memsets_zero_it ? all_memsets : Memsets{};
   std::vector<std::string> steps;
   if (memsets.per_iter > 0)
     steps.push_back(fmt::format("{} memset(s) of {} in all", count_text(memsets.per_iter), mb_text(memsets.bytes)));
@@ -379,12 +385,16 @@ void dq_accumulator_findings(CaseSummary& c) {
     return;
   }
   std::string zeroing = names_text(steps);
+  const std::string no_step = all_memsets.per_iter > 0
+                                  ? fmt::format("its {} memset(s) of {} are too small to be it",
+                                                count_text(all_memsets.per_iter), mb_text(all_memsets.bytes))
+                                  : std::string("no memset or fill in the iteration");
   if (steps.empty() && !dot.kernels.empty()) {
-    zeroing = fmt::format("inside {}, beside D = rowsum(dO o O): no memset or fill in the iteration",
-                          shorten_name(dot.kernels[0]["name"].get<std::string>()));
+    zeroing = fmt::format("inside a kernel, most likely {} beside D = rowsum(dO o O): {}",
+                          shorten_name(dot.kernels[0]["name"].get<std::string>()), no_step);
     evidence["zeroed_in_kernel"] = dot.kernels[0]["name"];
   } else if (steps.empty()) {
-    zeroing = "inside a kernel: no memset or fill in the iteration";
+    zeroing = "inside a kernel: " + no_step;
   }
   const double us = converts.us + zeroing_us;
   const double share = total > 0 ? 100.0 * us / total : 0;

@@ -102,7 +102,9 @@ TEST(BackwardFindings, FlashsFp32DqAccumulatorZeroedInDotDoOAndConverted) {
   const Finding* f = finding(c, "dq_fp32_accumulator");
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(says(f, "dQ is accumulated in an fp32 buffer (67.1 MB = 2x16x4096x128 x 4 bytes)")) << f->message;
-  EXPECT_TRUE(says(f, "zeroed every call (inside flash_bwd_dot_do_o_kernel, beside D = rowsum(dO o O)")) << f->message;
+  EXPECT_TRUE(says(f, "zeroed every call (inside a kernel, most likely flash_bwd_dot_do_o_kernel beside D = rowsum(dO o "
+                      "O): no memset or fill in the iteration)"))
+      << f->message;
   EXPECT_TRUE(says(f, "converted to bf16 at the end by flash_bwd_convert_dq_kernel: converting it takes 6.0 us of "
                       "516.0 us per iteration (1.2%)"))
       << f->message;
@@ -121,6 +123,23 @@ TEST(BackwardFindings, FlashsFp32DqAccumulatorZeroedInDotDoOAndConverted) {
   add_findings(typed);
   EXPECT_EQ(finding(typed, "dtype_conversion"), nullptr);
   EXPECT_NE(finding(typed, "dq_fp32_accumulator"), nullptr);
+}
+
+// What the H200 showed: cuDNN 9.14's backward memsets 4 bytes per call, not the 67 MB accumulator.
+TEST(BackwardFindings, AMemsetFarSmallerThanTheAccumulatorIsNotItsZeroing) {
+  CaseSummary c = cudnn_backward();
+  c.memory_ops[0].bytes_per_iter = 4;
+  add_findings(c);
+  const Finding* f = finding(c, "dq_fp32_accumulator");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(says(f, "zeroed every call (inside a kernel, most likely compute_dot_do_o_specialized beside D = "
+                      "rowsum(dO o O): its 1 memset(s) of 4 B are too small to be it)"))
+      << f->message;
+  EXPECT_DOUBLE_EQ(f->evidence["zeroing_us_per_iter"].get<double>(), 0.0);
+  const Finding* w = finding(c, "workspace_memset");
+  ASSERT_NE(w, nullptr);
+  EXPECT_TRUE(says(w, "4 B in all")) << w->message;
+  EXPECT_FALSE(says(w, "the size of the fp32 dQ accumulator")) << w->message;
 }
 
 TEST(BackwardFindings, CudnnsMemsetIsTheAccumulatorsZeroingAndAWorkspaceMemset) {
