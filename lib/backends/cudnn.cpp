@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -210,13 +211,7 @@ class CudnnBackend final : public AttentionBackend {
   }
 
   void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
-    auto it = backward_plans_.find(key_of(problem));
-    if (it == backward_plans_.end()) {
-      prepare(problem, stream);
-      it = backward_plans_.find(key_of(problem));
-    }
-    CudnnPlan& plan = *it->second;
-    bind_stream(stream);
+    CudnnPlan& plan = plan_for(backward_plans_, problem, stream);
     plan.scale = problem.softmax_scale();
     if (plan.variant_pack.get() == nullptr || !same_pointers(plan.bound_backward, buffers)) {
       std::vector<void*> pointers = {const_cast<void*>(buffers.q),   const_cast<void*>(buffers.k),
@@ -235,13 +230,7 @@ class CudnnBackend final : public AttentionBackend {
   }
 
   void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
-    auto it = plans_.find(key_of(problem));
-    if (it == plans_.end()) {
-      prepare(problem, stream);
-      it = plans_.find(key_of(problem));
-    }
-    CudnnPlan& plan = *it->second;
-    bind_stream(stream);
+    CudnnPlan& plan = plan_for(plans_, problem, stream);
     plan.scale = problem.softmax_scale();
     if (plan.variant_pack.get() == nullptr || !same_pointers(plan.bound, buffers)) {
       std::vector<void*> pointers = {const_cast<void*>(buffers.q), const_cast<void*>(buffers.k),
@@ -456,6 +445,20 @@ class CudnnBackend final : public AttentionBackend {
   }
 
   std::unique_ptr<CudnnHandle> handle_;  // declared first: destroyed after every plan made with it
+  // The plan of `problem` in `plans` (the forward's or the backward's), built by prepare() when
+  // it is not there yet, with the handle bound to `stream`.
+  CudnnPlan& plan_for(std::map<PlanKey, std::unique_ptr<CudnnPlan>>& plans, const AttentionProblem& problem,
+                      cudaStream_t stream) {
+    auto it = plans.find(key_of(problem));
+    if (it == plans.end()) {
+      prepare(problem, stream);
+      it = plans.find(key_of(problem));
+      if (it == plans.end()) throw std::logic_error("cudnn: prepare() built no plan for " + case_label("cudnn", problem));
+    }
+    bind_stream(stream);
+    return *it->second;
+  }
+
   std::map<PlanKey, std::unique_ptr<CudnnPlan>> plans_;
   std::map<PlanKey, std::unique_ptr<CudnnPlan>> backward_plans_;
   cudaStream_t bound_stream_ = nullptr;
