@@ -356,14 +356,19 @@ std::vector<std::int64_t> sdpa_ragged_offsets(const std::vector<int>& lens, int 
 SdpaBand sdpa_band(const AttentionProblem& p) {
   SdpaBand band;
   if (sdpa_per_sequence(p)) {
-    // Lengths differ per sequence, so no bound can be dropped for the batch as a whole; windows
-    // are refused for these problems (sdpa_unsupported), so only the causal right bound remains.
-    // Except where it masks nothing: a bottom-right diagonal seen from a single query row (decode)
-    // lets that row see every key of its sequence. Dropped, because cuDNN's paged decode with the
-    // mask in the graph ran 20x slower on the H200 (docs/perf/NOTES.md).
-    bool vacuous = p.causal && p.is_bottom_right();
-    for (int b = 0; vacuous && b < p.shape.batch; ++b) vacuous = p.shape.q_len(b) <= 1;
-    if (vacuous) return band;
+    // Lengths differ per sequence, so a bound is dropped only when it masks nothing in every
+    // sequence (the dense rule below, per sequence: key minus row spans [1 - q_len, kv_len - 1]),
+    // e.g. a bottom-right diagonal seen from one query row (decode). cuDNN's paged decode with
+    // such a mask in the graph ran 20x slower on the H200 (docs/perf/NOTES.md). Windows are
+    // refused for these problems (sdpa_unsupported), so only the causal right bound remains.
+    const MaskBounds m = mask_bounds(p);
+    bool masks_nothing = true;
+    for (int b = 0; masks_nothing && b < p.shape.batch; ++b) {
+      const int q_len = p.shape.q_len(b), kv_len = p.shape.kv_len(b);
+      const MaskBounds own = m.for_lengths(q_len, kv_len);
+      masks_nothing = own.high >= kv_len - 1 && own.low <= 1 - q_len;
+    }
+    if (masks_nothing) return band;
     if (p.causal) {
       band.right_bound = 0;
       band.bottom_right = p.is_bottom_right();
