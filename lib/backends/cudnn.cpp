@@ -290,23 +290,12 @@ class CudnnBackend final : public AttentionBackend {
       plan->graph_name = "backward " + describe(variant, problem);
       const bool lengths = sdpa_backward_needs_lengths(problem, version);
       if (lengths) plan->graph_name += " with a full-length padding mask (cuDNN <= 9.15, seq_kv % 128 != 0)";
-      try {
-        plan->constants = add_sdpa_backward(plan->graph, problem, variant, version);
-        plan->graph.build(handle_->get());
-        PlanSearchOptions search;
-        search.first_config = diagnostics().first_config;
-        plan->execution = find_execution_plan(handle_->get(), plan->graph.graph(), search);
-      } catch (const CudnnCallError& e) {
-        tried += fmt::format("- {}: {}\n", plan->graph_name, e.what());
-        malformed = malformed || e.is_bad_param();
-        continue;
-      }
-      if (plan->execution.plan.get() == nullptr) {
-        tried += fmt::format("- {}: none of the {} engine config(s) heuristics offered finalized [{}]\n{}",
-                             plan->graph_name, plan->execution.configs_offered, plan->execution.offered,
-                             plan->execution.rejections);
-        continue;
-      }
+      // Backward graphs are composite only: a BAD_PARAM while describing one is ours.
+      const auto add_ops = [&](OperationGraphBuilder& graph) {
+        return add_sdpa_backward(graph, problem, variant, version);
+      };
+      const bool found = search_plan(*plan, add_ops, true, tried, malformed);
+      if (!found) continue;
       const AttentionShape& s = problem.shape;
       const std::size_t rows = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q;
       plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
@@ -324,12 +313,7 @@ class CudnnBackend final : public AttentionBackend {
       if (diagnostics().verbose) log_plan(label, *plan, ms);
       return plan;
     }
-    const std::string message = fmt::format(
-        "cuDNN {} built no backward execution plan for {} (graphs tried, best first):\n{}"
-        "(CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr shows why heuristics dropped candidates)",
-        cudnn_runtime_description(), label, tried);
-    if (malformed) throw GpuCallError(message);
-    throw BackendUnsupportedError(message);
+    throw_no_plan("backward execution plan", label, tried, malformed);
   }
 
   // The per-sequence inputs, in the order build_plan() listed their uids.
@@ -377,23 +361,9 @@ class CudnnBackend final : public AttentionBackend {
       const SdpaGraphVariant& variant = variants[i];
       auto plan = std::make_unique<CudnnPlan>();
       plan->graph_name = describe(variant, problem);
-      try {
-        plan->constants = add_sdpa_forward(plan->graph, problem, variant);
-        plan->graph.build(handle_->get());
-        PlanSearchOptions search;
-        search.first_config = diagnostics().first_config;
-        plan->execution = find_execution_plan(handle_->get(), plan->graph.graph(), search);
-      } catch (const CudnnCallError& e) {
-        tried += fmt::format("- {}: {}\n", plan->graph_name, e.what());
-        malformed = malformed || (e.is_bad_param() && variant.kind == SdpaGraphKind::composite);
-        continue;
-      }
-      if (plan->execution.plan.get() == nullptr) {
-        tried += fmt::format("- {}: none of the {} engine config(s) heuristics offered finalized [{}]\n{}",
-                             plan->graph_name, plan->execution.configs_offered, plan->execution.offered,
-                             plan->execution.rejections);
-        continue;
-      }
+      const auto add_ops = [&](OperationGraphBuilder& graph) { return add_sdpa_forward(graph, problem, variant); };
+      const bool found = search_plan(*plan, add_ops, variant.kind == SdpaGraphKind::composite, tried, malformed);
+      if (!found) continue;
       plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
       plan->uids = {sdpa_uid::q, sdpa_uid::k, sdpa_uid::v, sdpa_uid::o, sdpa_uid::scale};
       if (problem.is_backward()) plan->uids.push_back(sdpa_uid::stats);
@@ -413,10 +383,38 @@ class CudnnBackend final : public AttentionBackend {
 
     if (variants.empty())
       tried = fmt::format("- none: ATTNPROF_CUDNN_GRAPH={} excludes every graph\n", diagnostics().graph);
+    throw_no_plan("execution plan", label, tried, malformed);
+  }
+
+  // Describes one graph with `add_ops`, builds it and asks heuristics for an execution plan that
+  // finalizes. False when none does, with the reason appended to `tried`; `composite`: a
+  // BAD_PARAM while describing it is our mistake (sets `malformed`), not the library's.
+  template <typename AddOps>
+  bool search_plan(CudnnPlan& plan, AddOps&& add_ops, bool composite, std::string& tried, bool& malformed) {
+    try {
+      plan.constants = add_ops(plan.graph);
+      plan.graph.build(handle_->get());
+      PlanSearchOptions search;
+      search.first_config = diagnostics().first_config;
+      plan.execution = find_execution_plan(handle_->get(), plan.graph.graph(), search);
+    } catch (const CudnnCallError& e) {
+      tried += fmt::format("- {}: {}\n", plan.graph_name, e.what());
+      malformed = malformed || (e.is_bad_param() && composite);
+      return false;
+    }
+    if (plan.execution.plan.get() != nullptr) return true;
+    tried += fmt::format("- {}: none of the {} engine config(s) heuristics offered finalized [{}]\n{}", plan.graph_name,
+                         plan.execution.configs_offered, plan.execution.offered, plan.execution.rejections);
+    return false;
+  }
+
+  // No graph gave a plan: a malformed graph is our error, otherwise the library cannot run it.
+  [[noreturn]] static void throw_no_plan(const char* what, const std::string& label, const std::string& tried,
+                                         bool malformed) {
     const std::string message = fmt::format(
-        "cuDNN {} built no execution plan for {} (graphs tried, best first):\n{}"
+        "cuDNN {} built no {} for {} (graphs tried, best first):\n{}"
         "(CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr shows why heuristics dropped candidates)",
-        cudnn_runtime_description(), label, tried);
+        cudnn_runtime_description(), what, label, tried);
     if (malformed) throw GpuCallError(message);
     throw BackendUnsupportedError(message);
   }
@@ -453,7 +451,8 @@ class CudnnBackend final : public AttentionBackend {
     if (it == plans.end()) {
       prepare(problem, stream);
       it = plans.find(key_of(problem));
-      if (it == plans.end()) throw std::logic_error("cudnn: prepare() built no plan for " + case_label("cudnn", problem));
+      if (it == plans.end())
+        throw std::logic_error("cudnn: prepare() built no plan for " + case_label("cudnn", problem));
     }
     bind_stream(stream);
     return *it->second;
