@@ -89,12 +89,7 @@ class EfficientBackend final : public AttentionBackend {
   }
 
   Unsupported check_backward(const AttentionProblem& problem) const override {
-    const AttentionShape& s = problem.shape;
-    if (!kernels::flash_bwd_has_kernel(problem.dtype, s.head_dim))
-      return fmt::format("efficient's backward has kernels for bf16 and fp16 at head dims 64 and 128 (got {} d{})",
-                         to_string(problem.dtype), s.head_dim);
-    if (problem.has_bias) return std::string("efficient's backward takes no additive bias (no dBias)");
-    return std::nullopt;
+    return flash_bwd_unsupported("efficient", problem);
   }
 
   void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {

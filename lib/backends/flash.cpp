@@ -147,12 +147,7 @@ class FlashBackend final : public AttentionBackend {
   }
 
   Unsupported check_backward(const AttentionProblem& problem) const override {
-    const AttentionShape& s = problem.shape;
-    if (!kernels::flash_bwd_has_kernel(problem.dtype, s.head_dim))
-      return fmt::format("flash's backward has kernels for bf16 and fp16 at head dims 64 and 128 (got {} d{})",
-                         to_string(problem.dtype), s.head_dim);
-    if (problem.has_bias) return std::string("flash's backward takes no additive bias");
-    return std::nullopt;
+    return flash_bwd_unsupported("flash", problem);
   }
 
   void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
@@ -166,7 +161,7 @@ class FlashBackend final : public AttentionBackend {
     CUDA_CHECK_LAUNCH();
   }
 
-  void prepare(const AttentionProblem& problem, cudaStream_t stream) override {
+  void prepare(const AttentionProblem& problem, cudaStream_t) override {
     if (problem.is_backward()) prepare_backward(problem);
     if (is_decode(problem)) {
       prepare_decode(problem);

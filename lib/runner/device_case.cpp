@@ -108,7 +108,8 @@ double DeviceCase::device_bytes(const AttentionProblem& p) {
                                                        (width + static_cast<double>(sizeof(std::int64_t)) / s.head_dim)
                                                  : 0.0;
   // A backward's dO and dQ like q, dK and dV like k and v.
-  const double gradients = p.is_backward() ? 2.0 * width * (static_cast<double>(stored_elements_q(s)) + stored_elements_kv(s)) : 0.0;
+  const double gradients =
+      p.is_backward() ? 2.0 * width * (static_cast<double>(stored_elements_q(s)) + stored_elements_kv(s)) : 0.0;
   return stored + gradients + scratch + 4.0 * s.batch * s.heads * s.seq_q +
          (p.has_bias ? 4.0 * s.seq_q * s.seq_kv : 0.0);
 }
