@@ -95,10 +95,12 @@ inline std::vector<int> flash_bwd_tile_arrivals(const MaskBounds& mask, int seq_
 }
 
 // Bytes the fused variant's zeroed workspace takes: the fp32 dQ accumulator, then the counters.
+inline long long flash_bwd_fused_workspace_bytes(long long batch, long long heads, long long seq_q, long long head_dim) {
+  const long long tiles = (seq_q + kFlashBwdBlockRows - 1) / kFlashBwdBlockRows;
+  return batch * heads * seq_q * head_dim * 4 + batch * heads * tiles * 4;
+}
 inline long long flash_bwd_fused_workspace_bytes(const AttentionShape& s) {
-  const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
-  const long long tiles = (s.seq_q + kFlashBwdBlockRows - 1) / kFlashBwdBlockRows;
-  return rows * s.head_dim * 4 + static_cast<long long>(s.batch) * s.heads * tiles * 4;
+  return flash_bwd_fused_workspace_bytes(s.batch, s.heads, s.seq_q, s.head_dim);
 }
 
 // The fused variant: one memset of the workspace (params.dq_accum, then params.dq_arrivals,

@@ -28,10 +28,9 @@ template <DType kDType, int kHeadDim>
 cudaError_t FlashBackward<kDType, kHeadDim>::launch_fused(const FlashBwdParams& params, bool zero_dq, cudaStream_t stream) {
   using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, true>;
   const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
-  const long long tiles = (params.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;
-  // The accumulator and the counters are one zeroed region (flash_bwd_fused_workspace_bytes).
-  const std::size_t bytes = static_cast<std::size_t>(rows * kHeadDim * 4 + static_cast<long long>(params.batch) *
-                                                                              params.heads * tiles * 4);
+  // The accumulator and the counters are one zeroed region.
+  const auto bytes =
+      static_cast<std::size_t>(flash_bwd_fused_workspace_bytes(params.batch, params.heads, params.seq_q, kHeadDim));
   cudaError_t status = cudaMemsetAsync(params.dq_accum, 0, bytes, stream);
   if (status == cudaSuccess && zero_dq)
     status = cudaMemsetAsync(params.dq, 0, static_cast<std::size_t>(rows * kHeadDim) * sizeof(Element<kDType>), stream);

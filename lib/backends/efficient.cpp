@@ -151,6 +151,7 @@ class EfficientBackend final : public AttentionBackend {
   // The fused backward's instantiation, its zeroed workspace (the fp32 dQ accumulator and the
   // arrival counters) and each row tile's expected arrivals (uploaded once per problem).
   void prepare_backward(const AttentionProblem& problem, cudaStream_t stream) {
+    if (backward_problem_ && *backward_problem_ == problem) return;  // prepared already: nothing to upload again
     const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
     if (backward_prepared_.count(key) == 0) {
       CUDA_CHECK(kernels::flash_bwd_prepare(problem.dtype, problem.shape.head_dim, true));
