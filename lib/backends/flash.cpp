@@ -1,4 +1,4 @@
-// The flash backend. Two paths:
+// The flash backends. flash:fa2, two paths:
 // - prefill: one FlashAttention-2-style fused forward kernel (kernels/flash) per call. bf16/fp16,
 //   head dims 64 and 128, any seq_q and seq_kv, GQA/MQA (K/V heads read in place), causal and
 //   sliding windows in either alignment (one "masked" instantiation with the bounds as run-time
@@ -14,6 +14,9 @@
 //   kernels/flash_bwd, FlashAttention-2 style, three kernels: dot(dO, O) with the fp32 dQ
 //   accumulator zeroed, the dQ dK dV kernel (P recomputed from the forward's logsumexp, dQ by
 //   atomic adds), dQ converted to the input's type.
+// flash:hopper: the Hopper-native forward (kernels/flash_hopper: wgmma, TMA, a producer and two
+// consumer warpgroups, setmaxnreg) for dense batches on compute capability 9.0; bf16/fp16, head
+// dims 64 and 128, GQA, causal and windows in either alignment. No backward.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -35,6 +38,7 @@
 #include "decode/decode_split.hpp"
 #include "flash_bwd/flash_bwd.hpp"
 #include "flash/flash.hpp"
+#include "flash_hopper/flash_hopper.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_memory.hpp"
 
@@ -106,6 +110,48 @@ int decode_key_tiles(const AttentionProblem& problem) {
   return most;
 }
 
+// What both flash variants' forward kernels refuse, said in `backend`'s name.
+Unsupported fused_forward_unsupported(const char* backend, const AttentionProblem& problem) {
+  const AttentionShape& s = problem.shape;
+  if (problem.dtype != DType::bf16 && problem.dtype != DType::fp16)
+    return fmt::format("{} supports bf16 and fp16 (got {}); use efficient or math", backend, to_string(problem.dtype));
+  if (s.head_dim != 64 && s.head_dim != 128)
+    return fmt::format("{} supports head_dim 64 and 128 (got {}); use efficient", backend, s.head_dim);
+  if (problem.has_bias) return fmt::format("{} has no additive bias; use efficient", backend);
+  if (!(problem.softmax_scale() > 0.f) || !std::isfinite(problem.softmax_scale()))
+    return fmt::format("{} needs a finite positive softmax scale (got {})", backend, problem.softmax_scale());
+  if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
+    return fmt::format("{} needs heads ({}) to be a multiple of heads_kv ({})", backend, s.heads, s.kv_heads());
+  if (std::max(s.seq_q, s.seq_kv) >= kMaxSequence)
+    return fmt::format(
+        "{} keeps key indices in 32-bit mask arithmetic: seq_q and seq_kv must be below {} (got {} x {})", backend,
+        kMaxSequence, s.seq_q, s.seq_kv);
+  if (s.heads > kMaxGridYZ || s.batch > kMaxGridYZ)
+    return fmt::format("{} launches heads on grid.y and batch on grid.z, at most {} each (got {} x {})", backend,
+                       kMaxGridYZ, s.batch, s.heads);
+  return std::nullopt;
+}
+
+// The dense fields of the forward kernels' parameters (both variants).
+kernels::FlashParams dense_flash_params(const AttentionProblem& problem, const AttentionBuffers& buffers) {
+  kernels::FlashParams params;
+  params.q = buffers.q;
+  params.k = buffers.k;
+  params.v = buffers.v;
+  params.o = buffers.o;
+  params.lse = buffers.lse;
+  params.batch = problem.shape.batch;
+  params.heads = problem.shape.heads;
+  params.heads_kv = problem.shape.kv_heads();
+  params.group_size = problem.shape.group_size();
+  params.seq_q = problem.shape.seq_q;
+  params.seq_kv = problem.shape.seq_kv;
+  params.scale = problem.softmax_scale();
+  params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
+  params.mask = mask_bounds(problem);
+  return params;
+}
+
 class FlashBackend final : public AttentionBackend {
  public:
   Unsupported check_device(const DeviceProperties& device) const override {
@@ -121,22 +167,7 @@ class FlashBackend final : public AttentionBackend {
 
   Unsupported check_problem(const AttentionProblem& problem) const override {
     const AttentionShape& s = problem.shape;
-    if (problem.dtype != DType::bf16 && problem.dtype != DType::fp16)
-      return fmt::format("flash supports bf16 and fp16 (got {}); use efficient or math", to_string(problem.dtype));
-    if (s.head_dim != 64 && s.head_dim != 128)
-      return fmt::format("flash supports head_dim 64 and 128 (got {}); use efficient", s.head_dim);
-    if (problem.has_bias) return std::string("flash has no additive bias; use efficient");
-    if (!(problem.softmax_scale() > 0.f) || !std::isfinite(problem.softmax_scale()))
-      return fmt::format("flash needs a finite positive softmax scale (got {})", problem.softmax_scale());
-    if (s.kv_heads() < 1 || s.heads % s.kv_heads() != 0)
-      return fmt::format("flash needs heads ({}) to be a multiple of heads_kv ({})", s.heads, s.kv_heads());
-    if (std::max(s.seq_q, s.seq_kv) >= kMaxSequence)
-      return fmt::format(
-          "flash keeps key indices in 32-bit mask arithmetic: seq_q and seq_kv must be below {} (got {} x {})",
-          kMaxSequence, s.seq_q, s.seq_kv);
-    if (s.heads > kMaxGridYZ || s.batch > kMaxGridYZ)
-      return fmt::format("flash launches heads on grid.y and batch on grid.z, at most {} each (got {} x {})",
-                         kMaxGridYZ, s.batch, s.heads);
+    if (Unsupported why = fused_forward_unsupported("flash:fa2", problem)) return why;
     if (s.paged() && s.page_size % kernels::kDecodeBlockKeys != 0) {
       if (is_decode(problem))
         return fmt::format("flash decode reads K/V in tiles of {} keys that must not cross a page: page_size must "
@@ -147,7 +178,7 @@ class FlashBackend final : public AttentionBackend {
   }
 
   Unsupported check_backward(const AttentionProblem& problem) const override {
-    return flash_bwd_unsupported("flash", problem);
+    return flash_bwd_unsupported("flash:fa2", problem);
   }
 
   void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
@@ -181,21 +212,7 @@ class FlashBackend final : public AttentionBackend {
       run_decode(problem, buffers, stream);
       return;
     }
-    kernels::FlashParams params;
-    params.q = buffers.q;
-    params.k = buffers.k;
-    params.v = buffers.v;
-    params.o = buffers.o;
-    params.lse = buffers.lse;
-    params.batch = problem.shape.batch;
-    params.heads = problem.shape.heads;
-    params.heads_kv = problem.shape.kv_heads();
-    params.group_size = problem.shape.group_size();
-    params.seq_q = problem.shape.seq_q;
-    params.seq_kv = problem.shape.seq_kv;
-    params.scale = problem.softmax_scale();
-    params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
-    params.mask = mask_bounds(problem);
+    kernels::FlashParams params = dense_flash_params(problem, buffers);
     const AttentionShape& s = problem.shape;
     const bool varlen = is_varlen(s);
     if (varlen) {
@@ -293,8 +310,53 @@ class FlashBackend final : public AttentionBackend {
   DeviceBuffer workspace_;  // split-KV partial O and logsumexp, grown in prepare()
 };
 
+// flash:hopper: the Hopper-native forward kernel, dense batches only.
+class FlashHopperBackend final : public AttentionBackend {
+ public:
+  Unsupported check_device(const DeviceProperties& device) const override {
+    if (device.compute_major != 9 || device.compute_minor != 0)
+      return fmt::format("flash:hopper runs sm_90a code (wgmma, TMA, setmaxnreg) that only compute capability 9.0 "
+                         "(Hopper) executes; {} is {}.{} (flash:fa2 runs there)",
+                         device.name, device.compute_major, device.compute_minor);
+    if (!kernels::flash_hopper_compiled())
+      return std::string("this build has no sm_90a code for flash:hopper's kernel");
+    const int needed = kernels::flash_hopper_smem_bytes(128);
+    if (device.shared_mem_per_block_optin > 0 && device.shared_mem_per_block_optin < needed)
+      return fmt::format("flash:hopper needs {} bytes of shared memory per block; {} allows {}", needed, device.name,
+                         device.shared_mem_per_block_optin);
+    return std::nullopt;
+  }
+
+  Unsupported check_problem(const AttentionProblem& problem) const override {
+    if (Unsupported why = fused_forward_unsupported("flash:hopper", problem)) return why;
+    if (is_varlen(problem.shape))
+      return std::string("flash:hopper runs dense batches; ragged and paged layouts run on flash:fa2");
+    return std::nullopt;
+  }
+
+  Unsupported check_backward(const AttentionProblem&) const override {
+    return std::string("flash:hopper has no backward; flash:fa2 runs it");
+  }
+
+  void prepare(const AttentionProblem& problem, cudaStream_t) override {
+    const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
+    if (prepared_.count(key) != 0) return;
+    CUDA_CHECK(kernels::flash_hopper_prepare(problem.dtype, problem.shape.head_dim));
+    prepared_.insert(key);
+  }
+
+  void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
+    kernels::flash_hopper_forward(dense_flash_params(problem, buffers), problem.dtype, problem.shape.head_dim, stream);
+    CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  std::set<std::pair<DType, int>> prepared_;
+};
+
 }  // namespace
 
 std::unique_ptr<AttentionBackend> make_flash_backend() { return std::make_unique<FlashBackend>(); }
+std::unique_ptr<AttentionBackend> make_flash_hopper_backend() { return std::make_unique<FlashHopperBackend>(); }
 
 }  // namespace attnprof

@@ -21,10 +21,14 @@ const std::vector<BackendInfo>& backend_registry() {
       {"efficient",
        "memory-efficient tiled attention: one kernel, fp32/bf16/fp16, head dims 8..256, bias, GQA, windows",
        make_efficient_backend},
-      {"flash",
+      {"flash:fa2",
        "FlashAttention-2-style fused kernel: mma.sync, cp.async, online softmax in registers, GQA, windows, ragged and "
        "paged; decode with split-KV and a combine kernel",
        make_flash_backend},
+      {"flash:hopper",
+       "Hopper-native fused forward (sm_90a): wgmma, TMA into an mbarrier ring, a producer and two consumer "
+       "warpgroups with setmaxnreg; dense, GQA, windows",
+       make_flash_hopper_backend},
       {"cudnn", "cuDNN fused SDPA through the graph API, per-shape plan cache, GQA, windows, bottom-right causal", make_cudnn_backend},
   };
   return registry;

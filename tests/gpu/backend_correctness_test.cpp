@@ -137,7 +137,7 @@ std::string workload_label(const std::string& backend, const AttentionProblem& p
                      s.batch, s.heads, s.kv_heads(), s.seq_q, s.seq_kv, s.head_dim);
 }
 
-bool writes_logsumexp(const std::string& backend) { return backend == "flash" || backend == "efficient"; }
+bool writes_logsumexp(const std::string& backend) { return backend.rfind("flash", 0) == 0 || backend == "efficient"; }
 
 std::vector<CorrectnessCase> workload_cases() {
   constexpr auto tl = MaskAlignment::top_left;
@@ -291,15 +291,15 @@ TEST_P(RaggedCorrectness, MatchesFloat64ReferencePerSequence) {
 
 INSTANTIATE_TEST_SUITE_P(RaggedAndPaged, RaggedCorrectness, testing::ValuesIn(ragged_cases()), ragged_test_name);
 
-// flash and efficient: a row that sees no key writes zeros (the verifier checks those) and a
-// logsumexp of -inf (the verifier never compares it), on every row the reference leaves empty.
+// flash (both variants) and efficient: a row that sees no key writes zeros (the verifier checks
+// those) and a logsumexp of -inf, on every row the reference leaves empty.
 TEST(WorkloadCorrectness, RowsThatSeeNoKeyHaveMinusInfinityLogsumexp) {
   const std::vector<MaskSpec> masks = {{true, {-1, -1}, MaskAlignment::bottom_right},
                                        {false, {3, 0}, MaskAlignment::top_left},
                                        {false, {-1, 4}, MaskAlignment::bottom_right}};
-  for (const std::string name : {"flash", "efficient"}) {
+  for (const std::string name : {"flash:fa2", "efficient", "flash:hopper"}) {
     AttentionBackend& backend = backend_instance(name);
-    if (auto reason = backend.check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+    if (auto reason = backend.check_device(query_device_properties(0))) GTEST_SKIP() << name << ": " << *reason;
     for (const MaskSpec& mask : masks)
       for (auto [seq_q, seq_kv] : {std::pair{255, 33}, std::pair{300, 17}}) {
         const AttentionProblem p = workload({2, 4, seq_q, seq_kv}, 2, 128, DType::bf16, mask);
@@ -355,8 +355,8 @@ TEST(WorkloadCorrectness, BackendsRejectWhatTheyCannotRunWithAReason) {
               std::string::npos);
     EXPECT_EQ(reason(name, workload({1, 8, 33, 255}, 2, 64, DType::bf16, causal_br)), "");
   }
-  // flash, efficient and math run every mask and head layout.
-  for (const std::string name : {"flash", "efficient", "math"})
+  // flash (both variants), efficient and math run every mask and head layout.
+  for (const std::string name : {"flash:fa2", "flash:hopper", "efficient", "math"})
     for (const MaskSpec& mask : {causal_br, window})
       EXPECT_EQ(reason(name, workload({1, 8, 255, 33}, 1, 64, DType::bf16, mask)), "") << name;
 }

@@ -44,7 +44,7 @@ RunOutcome run_config(const char* text, const std::filesystem::path& out, Collec
 
 TEST(Faults, UnsupportedCombinationsAreSkippedWithTheirReason) {
   const auto out = fresh_dir("attnprof_faults_unsupported");
-  const RunOutcome r = run_config(R"({"backends": ["flash", "cudnn", "manual:in_place"], "dtypes": ["fp32"],
+  const RunOutcome r = run_config(R"({"backends": ["flash:fa2", "cudnn", "manual:in_place"], "dtypes": ["fp32"],
       "shapes": [{"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 96}], "iterations": 2, "warmup": 0})", out);
   EXPECT_EQ(r.exit_code, kExitOk);
   ASSERT_EQ(r.summary.cases.size(), 3u);
@@ -185,7 +185,7 @@ void expect_outputs_of_an_interrupted_case(const std::filesystem::path& run, con
 
 // 8 x 32 x 32 queries against 131072 keys (bf16, K and V 17 GiB): the GPU forward is a few
 // milliseconds, the float64 check of 1024 rows over 131072 keys takes seconds.
-constexpr const char* kLargeCase = R"({"backends": ["flash"], "causal": [false],
+constexpr const char* kLargeCase = R"({"backends": ["flash:fa2"], "causal": [false],
     "shapes": [{"batch": 8, "heads": 32, "seq_q": 32, "seq_kv": 131072, "head_dim": 128}],
     "warmup": 1, "iterations": 3})";
 

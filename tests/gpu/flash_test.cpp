@@ -21,7 +21,7 @@ namespace attnprof {
 namespace {
 
 AttentionBackend& flash() {
-  static const std::unique_ptr<AttentionBackend> backend = find_backend("flash")->make();
+  static const std::unique_ptr<AttentionBackend> backend = find_backend("flash:fa2")->make();
   return *backend;
 }
 

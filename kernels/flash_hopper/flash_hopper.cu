@@ -1,0 +1,102 @@
+// Picks the instantiation of the Hopper forward for a problem and builds its TMA descriptors
+// (host code only; the kernels compile in flash_hopper_fwd_<dtype>_d<dim>.cu).
+#include <cuda.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "common/element_type.cuh"
+#include "common/static_switch.hpp"
+#include "flash_hopper/flash_hopper.hpp"
+#include "flash_hopper/flash_hopper_instances.hpp"
+#include "flash_hopper/flash_hopper_kernel.cuh"
+
+namespace attnprof::kernels {
+namespace {
+
+template <typename F>
+decltype(auto) with_instance(DType dtype, int head_dim, F&& f) {
+  return dtype_switch<DType::bf16, DType::fp16>("flash:hopper", dtype, [&](auto dtype_tag) -> decltype(auto) {
+    return head_dim_switch<64, 128>("flash:hopper", head_dim, [&](auto dim_tag) -> decltype(auto) {
+      return f(FlashHopperForward<decltype(dtype_tag)::value, decltype(dim_tag)::value>{});
+    });
+  });
+}
+
+using Traits128 = hopper::HopperTraits<__nv_bfloat16, 128>;
+
+// A [rows_outer][rows][head_dim] tensor as 3-D TMA boxes of 64 columns x 128 rows x 1,
+// 128-byte swizzled (the layout the kernel's wgmma descriptors read); rows past `rows` arrive
+// as zeros.
+CUtensorMap encode(const char* tensor, const void* data, DType dtype, int head_dim, int rows, long long rows_outer) {
+  CUtensorMap map;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(rows_outer)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(head_dim) * 2,
+                                 static_cast<cuuint64_t>(head_dim) * 2 * static_cast<cuuint64_t>(rows)};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(Traits128::kBlockN), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult status = cuTensorMapEncodeTiled(
+      &map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+      const_cast<void*>(data), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (status != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    if (cuGetErrorName(status, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown CUresult";
+    throw std::runtime_error(std::string("flash:hopper: cuTensorMapEncodeTiled(") + tensor + ") failed: " + name +
+                             " (" + std::to_string(static_cast<int>(status)) + ")");
+  }
+  return map;
+}
+
+}  // namespace
+
+bool flash_hopper_compiled() {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, &hopper::flash_hopper_fwd_kernel<Traits128>) == cudaSuccess &&
+         attributes.binaryVersion >= 90;
+}
+
+bool flash_hopper_has_kernel(DType dtype, int head_dim) {
+  return (dtype == DType::bf16 || dtype == DType::fp16) && (head_dim == 64 || head_dim == 128);
+}
+
+int flash_hopper_smem_bytes(int head_dim) {
+  return head_dim == 64 ? hopper::HopperTraits<__nv_bfloat16, 64>::kSmemBytes : Traits128::kSmemBytes;
+}
+
+HopperRegisterBudget flash_hopper_register_budget() {
+  HopperRegisterBudget b;
+  b.threads = Traits128::kThreads;
+  b.producer_threads = 128;
+  b.producer_registers = Traits128::kProducerRegisters;
+  b.consumer_threads = 128 * Traits128::kConsumers;
+  b.consumer_registers = Traits128::kConsumerRegisters;
+  return b;
+}
+
+cudaError_t flash_hopper_prepare(DType dtype, int head_dim) {
+  return with_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::prepare(); });
+}
+
+void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, cudaStream_t stream) {
+  hopper::HopperKernelParams p;
+  const long long bh_q = static_cast<long long>(params.batch) * params.heads;
+  const long long bh_kv = static_cast<long long>(params.batch) * params.heads_kv;
+  p.q_map = encode("q", params.q, dtype, head_dim, params.seq_q, bh_q);
+  p.k_map = encode("k", params.k, dtype, head_dim, params.seq_kv, bh_kv);
+  p.v_map = encode("v", params.v, dtype, head_dim, params.seq_kv, bh_kv);
+  p.o = params.o;
+  p.lse = params.lse;
+  p.heads = params.heads;
+  p.heads_kv = params.heads_kv;
+  p.group_size = params.group_size;
+  p.seq_q = params.seq_q;
+  p.seq_kv = params.seq_kv;
+  p.scale = params.scale;
+  p.scale_log2 = params.scale_log2;
+  p.mask = params.mask;
+  with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, params.batch, stream); });
+}
+
+}  // namespace attnprof::kernels

@@ -1,0 +1,42 @@
+// Host launchers of the Hopper-native fused forward (flash:hopper): wgmma, TMA, a producer
+// warpgroup feeding two consumer warpgroups through an mbarrier ring, setmaxnreg. Plain C++:
+// callable from g++-compiled code (lib/backends/flash.cpp); no CUDA device types appear here.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "core/types.hpp"
+#include "flash/flash.hpp"
+
+namespace attnprof::kernels {
+
+// False when this build has no sm_90a code for the kernel (it is compiled for sm_90a only).
+bool flash_hopper_compiled();
+
+// The instantiations that exist: bf16 and fp16, head dims 64 and 128.
+bool flash_hopper_has_kernel(DType dtype, int head_dim);
+
+// Dynamic shared memory one block needs for this head dim (bytes).
+int flash_hopper_smem_bytes(int head_dim);
+
+// Threads per block (one producer and two consumer warpgroups) and the register budgets
+// setmaxnreg gives them: the launch's register count is not what the consumers run with.
+struct HopperRegisterBudget {
+  int threads = 0;
+  int producer_threads = 0;
+  int producer_registers = 0;
+  int consumer_threads = 0;
+  int consumer_registers = 0;
+};
+HopperRegisterBudget flash_hopper_register_budget();
+
+// One-time set-up of one instantiation: raises its dynamic shared-memory limit.
+cudaError_t flash_hopper_prepare(DType dtype, int head_dim);
+
+// Dense problems only (FlashParams' dense fields and mask; no varlen arrays). Encodes the TMA
+// descriptors of q, k and v (cuTensorMapEncodeTiled; a failure throws std::runtime_error naming
+// the call and the tensor) and enqueues exactly one kernel launch on `stream`; the caller checks
+// the launch.
+void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, cudaStream_t stream);
+
+}  // namespace attnprof::kernels
