@@ -65,16 +65,6 @@ int flash_hopper_smem_bytes(int head_dim) {
   return head_dim == 64 ? hopper::HopperTraits<__nv_bfloat16, 64>::kSmemBytes : Traits128::kSmemBytes;
 }
 
-HopperRegisterBudget flash_hopper_register_budget() {
-  HopperRegisterBudget b;
-  b.threads = Traits128::kThreads;
-  b.producer_threads = 128;
-  b.producer_registers = Traits128::kProducerRegisters;
-  b.consumer_threads = 128 * Traits128::kConsumers;
-  b.consumer_registers = Traits128::kConsumerRegisters;
-  return b;
-}
-
 cudaError_t flash_hopper_prepare(DType dtype, int head_dim) {
   return with_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::prepare(); });
 }

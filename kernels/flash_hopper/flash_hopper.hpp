@@ -19,17 +19,6 @@ bool flash_hopper_has_kernel(DType dtype, int head_dim);
 // Dynamic shared memory one block needs for this head dim (bytes).
 int flash_hopper_smem_bytes(int head_dim);
 
-// Threads per block (one producer and two consumer warpgroups) and the register budgets
-// setmaxnreg gives them: the launch's register count is not what the consumers run with.
-struct HopperRegisterBudget {
-  int threads = 0;
-  int producer_threads = 0;
-  int producer_registers = 0;
-  int consumer_threads = 0;
-  int consumer_registers = 0;
-};
-HopperRegisterBudget flash_hopper_register_budget();
-
 // One-time set-up of one instantiation: raises its dynamic shared-memory limit.
 cudaError_t flash_hopper_prepare(DType dtype, int head_dim);
 

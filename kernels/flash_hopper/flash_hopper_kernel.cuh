@@ -26,6 +26,7 @@
 
 #include "core/mask_bounds.hpp"
 #include "flash_hopper/hopper_ptx.cuh"
+#include "flash_hopper/register_budget.hpp"
 #include "flash_hopper/wgmma_ops.cuh"
 
 namespace attnprof::kernels::hopper {
@@ -34,14 +35,14 @@ template <typename ElementT, int kHeadDimT>
 struct HopperTraits {
   using Element = ElementT;
   static constexpr int kHeadDim = kHeadDimT;
-  static constexpr int kConsumers = 2;          // consumer warpgroups
+  static constexpr int kConsumers = kConsumerWarpgroups;
   static constexpr int kWarpgroupRows = 64;     // rows of one wgmma M
   static constexpr int kBlockM = kConsumers * kWarpgroupRows;
   static constexpr int kBlockN = 128;
   static constexpr int kStages = 2;
-  static constexpr int kThreads = 128 * (kConsumers + 1);
-  static constexpr int kProducerRegisters = 32;
-  static constexpr int kConsumerRegisters = 232;  // 128 x 32 + 256 x 232 <= 65536
+  static constexpr int kThreads = kHopperThreads;
+  static constexpr int kProducerRegisters = hopper::kProducerRegisters;
+  static constexpr int kConsumerRegisters = hopper::kConsumerRegisters;
   static constexpr int kAtoms = kHeadDim / 64;     // 128-byte (64-element) column blocks
   static constexpr int kAtomBytesQ = kBlockM * 128;
   static constexpr int kAtomBytesKV = kBlockN * 128;
