@@ -2,6 +2,8 @@
 // (host code only; the kernels compile in flash_hopper_fwd_<dtype>_d<dim>.cu).
 #include <cuda.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -49,11 +51,33 @@ CUtensorMap encode(const char* tensor, const void* data, DType dtype, int head_d
   return map;
 }
 
+// ATTNPROF_HOPPER_PERSISTENT=0 launches one block per work tile instead of one per SM: for
+// timing the ladder's last rung side by side.
+bool persistent_choice() {
+  static const bool persistent = [] {
+    const char* text = std::getenv("ATTNPROF_HOPPER_PERSISTENT");
+    return !(text != nullptr && std::string(text) == "0");
+  }();
+  return persistent;
+}
+
+// The current device's SM count (one persistent block each).
+int sm_count() {
+  int device = 0;
+  int count = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status == cudaSuccess) status = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string("flash:hopper: cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount) failed: ") +
+                             cudaGetErrorString(status));
+  return count;
+}
+
 }  // namespace
 
 bool flash_hopper_compiled() {
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, &hopper::flash_hopper_fwd_kernel<Traits128>) == cudaSuccess &&
+  return cudaFuncGetAttributes(&attributes, &hopper::flash_hopper_fwd_kernel<Traits128, true>) == cudaSuccess &&
          attributes.binaryVersion >= 90;
 }
 
@@ -86,7 +110,14 @@ void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, 
   p.scale = params.scale;
   p.scale_log2 = params.scale_log2;
   p.mask = params.mask;
-  with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, params.batch, stream); });
+  const long long m_blocks = (params.seq_q + Traits128::kBlockM - 1) / Traits128::kBlockM;
+  const long long work_tiles = m_blocks * bh_q;
+  if (work_tiles > 0x7fffffffLL)
+    throw std::runtime_error("flash:hopper: " + std::to_string(work_tiles) + " work tiles exceed the int range");
+  p.work_tiles = static_cast<int>(work_tiles);
+  const bool persistent = persistent_choice();
+  const int blocks = persistent ? static_cast<int>(std::min<long long>(work_tiles, sm_count())) : p.work_tiles;
+  with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, blocks, persistent, stream); });
 }
 
 }  // namespace attnprof::kernels

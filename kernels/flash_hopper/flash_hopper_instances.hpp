@@ -15,10 +15,11 @@ struct HopperKernelParams;
 
 template <DType kDType, int kHeadDim>
 struct FlashHopperForward {
-  // Raises the kernel's dynamic shared-memory limit.
+  // Raises the kernels' dynamic shared-memory limit.
   static cudaError_t prepare();
-  // Enqueues the one kernel launch (grid: query tiles x heads x batch); the caller checks it.
-  static void launch(const hopper::HopperKernelParams& params, int batch, cudaStream_t stream);
+  // Enqueues the one kernel launch of `blocks` blocks (persistent: each walks the work tiles
+  // blockIdx.x + k * blocks; otherwise one block per work tile); the caller checks it.
+  static void launch(const hopper::HopperKernelParams& params, int blocks, bool persistent, cudaStream_t stream);
 };
 
 }  // namespace attnprof::kernels

@@ -51,7 +51,7 @@ struct HopperTraits {
   static constexpr int kOffK = kQBytes;
   static constexpr int kOffV = kOffK + kStages * kTileBytes;
   static constexpr int kOffBarriers = kOffV + kStages * kTileBytes;
-  static constexpr int kBarriers = 1 + 4 * kStages;
+  static constexpr int kBarriers = 2 + 4 * kStages;
   static constexpr int kSmemBytes = kOffBarriers + 8 * kBarriers + 1024;  // + 1024: aligning the base
   static constexpr int kConsumerWarps = 4 * kConsumers;
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
@@ -72,6 +72,7 @@ struct HopperKernelParams {
   float scale = 0.f;
   float scale_log2 = 0.f;
   MaskBounds mask;
+  int work_tiles = 0;  // query tiles x heads x batch
 };
 
 __device__ __forceinline__ float fast_exp2(float x) {
@@ -101,30 +102,86 @@ struct Barriers {
   __device__ uint32_t full_v(int s) const { return base + 8 * (1 + Traits::kStages + s); }
   __device__ uint32_t empty_k(int s) const { return base + 8 * (1 + 2 * Traits::kStages + s); }
   __device__ uint32_t empty_v(int s) const { return base + 8 * (1 + 3 * Traits::kStages + s); }
+  __device__ uint32_t empty_q() const { return base + 8 * (1 + 4 * Traits::kStages); }
 };
 
-// The producer: one thread issues every TMA load of the block.
+// One query tile of the grid: its coordinates and the key tiles its rows see.
+struct WorkTile {
+  int m_block;
+  int head;
+  int batch;
+  KeyTiles keys;
+};
+
+// Work tile t of the (query tile, head, batch) space. Without a mask band every tile costs the
+// same: heads and batches outer, query tiles inner, so that the blocks running together share a
+// head's K and V in L2. Under a band (causal, windows) the cost grows with the query tile: query
+// tiles outer from the last (heaviest) down, heads and batches inner, so work is handed out
+// longest first.
+template <typename Traits>
+__device__ __forceinline__ WorkTile work_tile(const HopperKernelParams& p, int t, int m_blocks) {
+  WorkTile w;
+  const int heads_batches = p.work_tiles / m_blocks;
+  int bh;
+  if (p.mask.bounded()) {
+    w.m_block = m_blocks - 1 - t / heads_batches;
+    bh = t % heads_batches;
+  } else {
+    bh = t / m_blocks;
+    w.m_block = m_blocks - 1 - (t - bh * m_blocks);
+  }
+  w.head = bh % p.heads;
+  w.batch = bh / p.heads;
+  w.keys = key_tiles(p.mask, p.seq_q, p.seq_kv, w.m_block * Traits::kBlockM, Traits::kBlockM, Traits::kBlockN);
+  return w;
+}
+
+// The k-th work tile of persistent block `block` of `blocks`: rounds of `blocks` consecutive
+// tiles, walked forwards in even rounds and backwards in odd ones (a full round only), so that
+// with tiles sorted by cost each block's sum evens out (block 0 takes the largest of one round
+// and the smallest of the next). -1 past the end.
+__device__ __forceinline__ int persistent_tile(int k, int block, int blocks, int total) {
+  const int round_start = k * blocks;
+  if (round_start >= total) return -1;
+  const bool full_round = round_start + blocks <= total;
+  const int t = round_start + ((k & 1) && full_round ? blocks - 1 - block : block);
+  return t < total ? t : -1;
+}
+
+// Where the producer and the consumers are in their shared sequences: `ring` counts the key
+// tiles through the K/V slots so far, `q_round` the Q tiles loaded (both continue across the
+// work tiles of a persistent block).
+struct Progress {
+  int ring = 0;
+  int q_round = 0;
+};
+
+// The producer: one thread issues every TMA load of the block, for one work tile.
 template <typename Traits>
 __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t base, Barriers<Traits> bars,
-                                        const KeyTiles& tiles, int m_block, int head, int batch) {
-  const int bh_q = batch * p.heads + head;
-  const int bh_kv = batch * p.heads_kv + head / p.group_size;
-  tma_prefetch_descriptor(&p.q_map);
-  tma_prefetch_descriptor(&p.k_map);
-  tma_prefetch_descriptor(&p.v_map);
-  mbarrier_arrive_expect_tx(bars.full_q(), Traits::kQBytes);
-#pragma unroll
-  for (int a = 0; a < Traits::kAtoms; ++a)
-    tma_load_3d(base + a * Traits::kAtomBytesQ, &p.q_map, bars.full_q(), 64 * a, m_block * Traits::kBlockM, bh_q);
-  for (int n = tiles.begin, i = 0; n < tiles.end; ++n, ++i) {
-    const int s = i % Traits::kStages;
-    const uint32_t phase = (i / Traits::kStages) & 1;
+                                        const WorkTile& w, Progress& progress) {
+  const int bh_q = w.batch * p.heads + w.head;
+  const int bh_kv = w.batch * p.heads_kv + w.head / p.group_size;
+  for (int n = w.keys.begin; n < w.keys.end; ++n, ++progress.ring) {
+    const int s = progress.ring % Traits::kStages;
+    const uint32_t phase = (progress.ring / Traits::kStages) & 1;
     mbarrier_wait(bars.empty_k(s), phase ^ 1);
     mbarrier_arrive_expect_tx(bars.full_k(s), Traits::kTileBytes);
 #pragma unroll
     for (int a = 0; a < Traits::kAtoms; ++a)
       tma_load_3d(base + Traits::kOffK + s * Traits::kTileBytes + a * Traits::kAtomBytesKV, &p.k_map, bars.full_k(s),
                   64 * a, n * Traits::kBlockN, bh_kv);
+    if (n == w.keys.begin) {
+      // Q after the first K tile, whose slot is usually free earlier: the Q slot is free once both
+      // consumers have finished the last S of the previous work tile.
+      mbarrier_wait(bars.empty_q(), (progress.q_round & 1) ^ 1);
+      mbarrier_arrive_expect_tx(bars.full_q(), Traits::kQBytes);
+#pragma unroll
+      for (int a = 0; a < Traits::kAtoms; ++a)
+        tma_load_3d(base + a * Traits::kAtomBytesQ, &p.q_map, bars.full_q(), 64 * a, w.m_block * Traits::kBlockM,
+                    bh_q);
+      ++progress.q_round;
+    }
     mbarrier_wait(bars.empty_v(s), phase ^ 1);
     mbarrier_arrive_expect_tx(bars.full_v(s), Traits::kTileBytes);
 #pragma unroll
@@ -134,125 +191,197 @@ __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t ba
   }
 }
 
-// One consumer warpgroup: 64 query rows against every key tile the producer streams.
+// The steps of one consumer warpgroup (64 query rows) on one key tile.
+template <typename Traits>
+struct ConsumerSteps {
+  using Element = typename Traits::Element;
+  static constexpr int kHeadDim = Traits::kHeadDim;
+  static constexpr int kSAcc = Traits::kBlockN / 2;  // S accumulator floats per thread
+  static constexpr int kOAcc = kHeadDim / 2;         // O accumulator floats per thread
+  static constexpr int kPSteps = Traits::kBlockN / 16;
+
+  // S = Q K^T, issued (the caller commits and waits).
+  __device__ static void issue_s(float (&s_acc)[kSAcc], uint32_t q_base, uint32_t k_base) {
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint64_t desc_q = smem_descriptor(q_base + (kk / 4) * Traits::kAtomBytesQ + (kk % 4) * 32, 16, 1024);
+      const uint64_t desc_k = smem_descriptor(k_base + (kk / 4) * Traits::kAtomBytesKV + (kk % 4) * 32, 16, 1024);
+      Wgmma<Element>::ss_m64n128k16(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
+    }
+  }
+
+  // O += P V, issued.
+  __device__ static void issue_pv(float (&o)[kOAcc], const uint32_t (&pa)[kPSteps][4], uint32_t v_base) {
+#pragma unroll
+    for (int kk = 0; kk < kPSteps; ++kk) {
+      const uint64_t desc_v = smem_descriptor(v_base + kk * 16 * 128, Traits::kAtomBytesKV, 1024);
+      if constexpr (kHeadDim == 128)
+        Wgmma<Element>::rs_m64n128k16(o, pa[kk], desc_v, 1);
+      else
+        Wgmma<Element>::rs_m64n64k16(o, pa[kk], desc_v, 1);
+    }
+  }
+
+  // -inf where the key is past seq_kv or outside the band (tiles that need it only).
+  __device__ static void mask(float (&s_acc)[kSAcc], const HopperKernelParams& p, const KeyTiles& tiles, int n,
+                              int row0, int col0) {
+    if (n >= tiles.unmasked_begin && n < tiles.unmasked_end) return;
+#pragma unroll
+    for (int j = 0; j < Traits::kBlockN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = n * Traits::kBlockN + 8 * j + col0 + (e & 1);
+        const int row = row0 + 8 * (e >> 1);
+        if (key >= p.seq_kv || !p.mask.sees(row, key)) s_acc[4 * j + e] = -INFINITY;
+      }
+  }
+
+  // Online softmax: S becomes P (unnormalised, in place), each row's max and partial sum move
+  // on, and `correction` says by how much O must shrink for the new max.
+  __device__ static void softmax(float (&s_acc)[kSAcc], float (&row_max)[2], float (&row_sum)[2],
+                                 float (&correction)[2], float scale_log2) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = row_max[h];
+#pragma unroll
+      for (int j = 0; j < Traits::kBlockN / 8; ++j)
+        mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * h], s_acc[4 * j + 2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      // A row with every key so far masked keeps max -inf; subtracting 0 then gives exp2(-inf) = 0.
+      const float max_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
+      correction[h] = fast_exp2(row_max[h] * scale_log2 - max_scaled);
+      row_max[h] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < Traits::kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s_acc[4 * j + 2 * h + e];
+          x = fast_exp2(fmaf(x, scale_log2, -max_scaled));
+          sum += x;
+        }
+      row_sum[h] = row_sum[h] * correction[h] + sum;
+    }
+  }
+
+  __device__ static void rescale(float (&o)[kOAcc], const float (&correction)[2]) {
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[4 * j + e] *= correction[e >> 1];
+  }
+
+  // P as A fragments: k16 step kk takes the accumulator chunks 2kk and 2kk+1.
+  __device__ static void convert(const float (&s_acc)[kSAcc], uint32_t (&pa)[kPSteps][4]) {
+#pragma unroll
+    for (int kk = 0; kk < kPSteps; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pa[kk][r] = pack2<Element>(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1]);
+  }
+};
+
+// Whose turn it is to issue GEMMs: named barrier 1 + consumer (0 is __syncthreads). The two
+// consumer warpgroups take turns, so that one's softmax runs under the other's GEMMs.
+__device__ __forceinline__ void wait_turn(int consumer) { named_barrier_sync(1 + consumer, 256); }
+__device__ __forceinline__ void pass_turn(int consumer) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (1 - consumer)) : "memory");
+}
+
+// One consumer warpgroup: 64 query rows of one work tile against every key tile the producer
+// streams. Within the warpgroup, S of key tile n is issued together with PV of tile n - 1, and the
+// softmax of tile n runs while that PV is on the tensor cores; between the two warpgroups, turns.
 template <typename Traits>
 __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t base, Barriers<Traits> bars,
-                                        const KeyTiles& tiles, int m_block, int head, int batch, int consumer) {
+                                        const WorkTile& w, Progress& progress, int consumer) {
   using Element = typename Traits::Element;
+  using Steps = ConsumerSteps<Traits>;
   constexpr int kHeadDim = Traits::kHeadDim;
-  constexpr int kOAcc = kHeadDim / 2;
+  const KeyTiles& tiles = w.keys;
   const int tid = threadIdx.x % 128;
   const int warp = tid / 32;
   const int lane = tid % 32;
   // This thread's two rows (h = 0, 1: +8) and its first key column within a tile.
-  const int row0 = m_block * Traits::kBlockM + consumer * Traits::kWarpgroupRows + warp * 16 + lane / 4;
+  const int row0 = w.m_block * Traits::kBlockM + consumer * Traits::kWarpgroupRows + warp * 16 + lane / 4;
   const int col0 = 2 * (lane % 4);
+  auto slot = [](int i) { return i % Traits::kStages; };
+  auto k_slot = [&](int i) { return base + Traits::kOffK + slot(i) * Traits::kTileBytes; };
+  auto v_slot = [&](int i) { return base + Traits::kOffV + slot(i) * Traits::kTileBytes; };
+  auto phase = [](int i) { return static_cast<uint32_t>((i / Traits::kStages) & 1); };
+  auto release = [&](uint32_t bar) {
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(bar);
+  };
 
-  float o[kOAcc];
+  float o[Steps::kOAcc];
 #pragma unroll
-  for (int i = 0; i < kOAcc; ++i) o[i] = 0.f;
+  for (int i = 0; i < Steps::kOAcc; ++i) o[i] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
+  float correction[2];
 
   if (tiles.begin < tiles.end) {
     const uint32_t q_base = base + consumer * Traits::kWarpgroupRows * 128;
-    mbarrier_wait(bars.full_q(), 0);
-    float s_acc[Traits::kBlockN / 2];
-    for (int n = tiles.begin, i = 0; n < tiles.end; ++n, ++i) {
-      const int s = i % Traits::kStages;
-      const uint32_t phase = (i / Traits::kStages) & 1;
-      const uint32_t k_base = base + Traits::kOffK + s * Traits::kTileBytes;
-      const uint32_t v_base = base + Traits::kOffV + s * Traits::kTileBytes;
-
-      // S = Q K^T
-      mbarrier_wait(bars.full_k(s), phase);
+    float s_acc[Steps::kSAcc];
+    uint32_t pa[Steps::kPSteps][4];
+    mbarrier_wait(bars.full_q(), progress.q_round & 1);
+    ++progress.q_round;
+    if (consumer == 1) pass_turn(consumer);  // consumer 0 goes first
+    // Key tile 0: S alone.
+    int i = progress.ring;
+    wait_turn(consumer);
+    mbarrier_wait(bars.full_k(slot(i)), phase(i));
+    wgmma_fence();
+    Steps::issue_s(s_acc, q_base, k_slot(i));
+    wgmma_commit();
+    pass_turn(consumer);
+    wgmma_wait<0>();
+    fence_registers(s_acc);
+    release(bars.empty_k(slot(i)));
+    if (tiles.end - tiles.begin == 1) release(bars.empty_q());
+    Steps::mask(s_acc, p, tiles, tiles.begin, row0, col0);
+    Steps::softmax(s_acc, row_max, row_sum, correction, p.scale_log2);
+    Steps::convert(s_acc, pa);
+    ++i;
+    for (int n = tiles.begin + 1; n < tiles.end; ++n, ++i) {
+      // S of key tile i and PV of tile i - 1 go to the tensor cores together.
+      wait_turn(consumer);
+      mbarrier_wait(bars.full_k(slot(i)), phase(i));
       wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-        const uint32_t offset = (kk / 4) * Traits::kAtomBytesQ + (kk % 4) * 32;
-        const uint64_t desc_q = smem_descriptor(q_base + offset, 16, 1024);
-        const uint64_t desc_k =
-            smem_descriptor(k_base + (kk / 4) * Traits::kAtomBytesKV + (kk % 4) * 32, 16, 1024);
-        Wgmma<Element>::ss_m64n128k16(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
-      }
+      Steps::issue_s(s_acc, q_base, k_slot(i));
       wgmma_commit();
-      wgmma_wait<0>();
+      mbarrier_wait(bars.full_v(slot(i - 1)), phase(i - 1));
+      Steps::issue_pv(o, pa, v_slot(i - 1));
+      wgmma_commit();
+      pass_turn(consumer);
+      wgmma_wait<1>();  // S done; PV may still run
       fence_registers(s_acc);
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(bars.empty_k(s));
-
-      // Mask the tiles that hold a tail key or cross an edge of the band.
-      if (n < tiles.unmasked_begin || n >= tiles.unmasked_end) {
-#pragma unroll
-        for (int j = 0; j < Traits::kBlockN / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = n * Traits::kBlockN + 8 * j + col0 + (e & 1);
-            const int row = row0 + 8 * (e >> 1);
-            if (key >= p.seq_kv || !p.mask.sees(row, key)) s_acc[4 * j + e] = -INFINITY;
-          }
-      }
-
-      // Online softmax, rescaling O by the change of each row's max.
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = row_max[h];
-#pragma unroll
-        for (int j = 0; j < Traits::kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[4 * j + 2 * h], s_acc[4 * j + 2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // A row with every key so far masked keeps max -inf; subtracting 0 then gives exp2(-inf) = 0.
-        const float max_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-        const float correction = fast_exp2(row_max[h] * p.scale_log2 - max_scaled);
-        row_max[h] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int j = 0; j < Traits::kBlockN / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& x = s_acc[4 * j + 2 * h + e];
-            x = fast_exp2(fmaf(x, p.scale_log2, -max_scaled));
-            sum += x;
-          }
-        row_sum[h] = row_sum[h] * correction + sum;
-#pragma unroll
-        for (int j = 0; j < kHeadDim / 8; ++j) {
-          o[4 * j + 2 * h] *= correction;
-          o[4 * j + 2 * h + 1] *= correction;
-        }
-      }
-
-      // P as A fragments: k16 step kk takes the accumulator chunks 2kk and 2kk+1.
-      uint32_t pa[Traits::kBlockN / 16][4];
-#pragma unroll
-      for (int kk = 0; kk < Traits::kBlockN / 16; ++kk) {
-        pa[kk][0] = pack2<Element>(s_acc[8 * kk + 0], s_acc[8 * kk + 1]);
-        pa[kk][1] = pack2<Element>(s_acc[8 * kk + 2], s_acc[8 * kk + 3]);
-        pa[kk][2] = pack2<Element>(s_acc[8 * kk + 4], s_acc[8 * kk + 5]);
-        pa[kk][3] = pack2<Element>(s_acc[8 * kk + 6], s_acc[8 * kk + 7]);
-      }
-
-      // O += P V
-      mbarrier_wait(bars.full_v(s), phase);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < Traits::kBlockN / 16; ++kk) {
-        const uint64_t desc_v = smem_descriptor(v_base + kk * 16 * 128, Traits::kAtomBytesKV, 1024);
-        if constexpr (kHeadDim == 128)
-          Wgmma<Element>::rs_m64n128k16(o, pa[kk], desc_v, 1);
-        else
-          Wgmma<Element>::rs_m64n64k16(o, pa[kk], desc_v, 1);
-      }
-      wgmma_commit();
+      release(bars.empty_k(slot(i)));
+      if (n == tiles.end - 1) release(bars.empty_q());
+      Steps::mask(s_acc, p, tiles, n, row0, col0);
+      Steps::softmax(s_acc, row_max, row_sum, correction, p.scale_log2);
       wgmma_wait<0>();
       fence_registers(o);
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(bars.empty_v(s));
+      fence_registers(pa);
+      release(bars.empty_v(slot(i - 1)));
+      Steps::rescale(o, correction);
+      Steps::convert(s_acc, pa);
     }
+    // PV of the last key tile.
+    wait_turn(consumer);
+    mbarrier_wait(bars.full_v(slot(i - 1)), phase(i - 1));
+    wgmma_fence();
+    Steps::issue_pv(o, pa, v_slot(i - 1));
+    wgmma_commit();
+    if (consumer == 0) pass_turn(consumer);  // consumer 1's last turn of the tile needs no successor
+    wgmma_wait<0>();
+    fence_registers(o);
+    release(bars.empty_v(slot(i - 1)));
+    progress.ring = i;
   }
 
   // Epilogue: O / l straight from registers; the logsumexp (natural log) of each row.
-  const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
+  const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + w.head;
   Element* out = static_cast<Element*>(p.o) + bh * p.seq_q * kHeadDim;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -272,22 +401,26 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
   }
 }
 
-template <typename Traits>
+// kPersistent: one block per SM walks the work tiles t = blockIdx.x, + gridDim.x, ... (the
+// next tile's Q and first K/V tiles load while the consumers finish the current one); otherwise
+// one block per work tile (grid.x = the tile count).
+template <typename Traits, bool kPersistent>
 __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(const __grid_constant__ HopperKernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_address(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   const Barriers<Traits> bars{base + Traits::kOffBarriers};
-  // The heaviest query tiles (the last ones, under a causal band) start first.
-  const int m_block = static_cast<int>(gridDim.x - 1 - blockIdx.x);
-  const int head = static_cast<int>(blockIdx.y);
-  const int batch = static_cast<int>(blockIdx.z);
-  const KeyTiles tiles =
-      key_tiles(p.mask, p.seq_q, p.seq_kv, m_block * Traits::kBlockM, Traits::kBlockM, Traits::kBlockN);
+  const int m_blocks = (p.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  // This block's k-th work tile, -1 when done.
+  auto tile_at = [&](int k) {
+    if (!kPersistent) return k == 0 ? static_cast<int>(blockIdx.x) : -1;
+    return persistent_tile(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), p.work_tiles);
+  };
 
   if (threadIdx.x == 0) {
     mbarrier_init(bars.full_q(), 1);
+    mbarrier_init(bars.empty_q(), Traits::kConsumerWarps);
     for (int s = 0; s < Traits::kStages; ++s) {
       mbarrier_init(bars.full_k(s), 1);
       mbarrier_init(bars.full_v(s), 1);
@@ -298,14 +431,24 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
   }
   __syncthreads();
 
+  Progress progress;
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   if (warpgroup == 0) {
     release_registers<Traits::kProducerRegisters>();
-    if (threadIdx.x == 0 && tiles.begin < tiles.end) produce<Traits>(p, base, bars, tiles, m_block, head, batch);
+    if (threadIdx.x == 0) {
+      tma_prefetch_descriptor(&p.q_map);
+      tma_prefetch_descriptor(&p.k_map);
+      tma_prefetch_descriptor(&p.v_map);
+      for (int k = 0, t = tile_at(0); t >= 0; t = tile_at(++k)) {
+        const WorkTile w = work_tile<Traits>(p, t, m_blocks);
+        if (w.keys.begin < w.keys.end) produce<Traits>(p, base, bars, w, progress);
+      }
+    }
     return;
   }
   claim_registers<Traits::kConsumerRegisters>();
-  consume<Traits>(p, base, bars, tiles, m_block, head, batch, warpgroup - 1);
+  for (int k = 0, t = tile_at(0); t >= 0; t = tile_at(++k))
+    consume<Traits>(p, base, bars, work_tile<Traits>(p, t, m_blocks), progress, warpgroup - 1);
 #endif
 }
 

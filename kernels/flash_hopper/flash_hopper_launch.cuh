@@ -13,17 +13,21 @@ namespace attnprof::kernels {
 template <DType kDType, int kHeadDim>
 cudaError_t FlashHopperForward<kDType, kHeadDim>::prepare() {
   using Traits = hopper::HopperTraits<Element<kDType>, kHeadDim>;
-  return cudaFuncSetAttribute(&hopper::flash_hopper_fwd_kernel<Traits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              Traits::kSmemBytes);
+  for (const auto kernel : {&hopper::flash_hopper_fwd_kernel<Traits, true>, &hopper::flash_hopper_fwd_kernel<Traits, false>}) {
+    const cudaError_t status =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+    if (status != cudaSuccess) return status;
+  }
+  return cudaSuccess;
 }
 
 template <DType kDType, int kHeadDim>
-void FlashHopperForward<kDType, kHeadDim>::launch(const hopper::HopperKernelParams& params, int batch,
+void FlashHopperForward<kDType, kHeadDim>::launch(const hopper::HopperKernelParams& params, int blocks, bool persistent,
                                                   cudaStream_t stream) {
   using Traits = hopper::HopperTraits<Element<kDType>, kHeadDim>;
-  const dim3 grid(static_cast<unsigned>((params.seq_q + Traits::kBlockM - 1) / Traits::kBlockM),
-                  static_cast<unsigned>(params.heads), static_cast<unsigned>(batch));
-  hopper::flash_hopper_fwd_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
+  const auto kernel =
+      persistent ? &hopper::flash_hopper_fwd_kernel<Traits, true> : &hopper::flash_hopper_fwd_kernel<Traits, false>;
+  kernel<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
 }
 
 }  // namespace attnprof::kernels

@@ -86,6 +86,16 @@ __device__ __forceinline__ void fence_registers(float (&r)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// The same for register A fragments an asynchronous wgmma may still be reading: keeps them
+// live (and in place) until after the wait.
+template <int M, int N>
+__device__ __forceinline__ void fence_registers(uint32_t (&r)[M][N]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i)
+#pragma unroll
+    for (int j = 0; j < N; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
+}
+
 // A shared-memory matrix descriptor for a 128-byte-swizzled tile (the layout TMA writes with
 // CU_TENSOR_MAP_SWIZZLE_128B: rows of 128 bytes, 8-row groups of 1024 bytes, 1024-aligned).
 // K-major operands (Q, K) step 32 bytes along K per k16 and ignore the leading offset; the

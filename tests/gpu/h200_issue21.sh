@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Device calls for issue 21 (flash:hopper). Usage (on the device, after tests/gpu/unpack_build.sh):
+#   h200_issue21.sh tests    flash:hopper against the float64 reference (every case of
+#                            gpu_backend_correctness_test that names it), persistent and not
+#   h200_issue21.sh ladder   configs/perf_h200.json: flash:hopper one block per work tile and
+#                            persistent (ATTNPROF_HOPPER_PERSISTENT), flash:fa2 and cudnn, then
+#                            PyTorch's flash and cudnn, all in this one call
+set -uo pipefail
+B=${BUILD:-build}
+OUT=${OUT:-/tmp/attnprof-issue21}
+mkdir -p "$OUT"
+A="$B/app/attnprof"
+table() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1]))["cases"]:
+    t = c.get("timing", {}).get("median_us", 0)
+    r = c.get("roofline", {})
+    print(f'{sys.argv[2]:>10} {c["label"]:<52} {c["status"]:<7} {t:9.1f} us {r.get("flops", 0) / max(t, 1e-9) / 1e6:7.1f} TFLOP/s',
+          c.get("reason", "")[:160])
+PY
+}
+case "${1:-tests}" in
+  tests)
+    for schedule in ${PERSISTENT:-0 1}; do
+      echo "=== persistent=$schedule: correctness ($(date +%T))"
+      ATTNPROF_HOPPER_PERSISTENT=$schedule timeout 90 "$B/tests/gpu_backend_correctness_test" --gtest_filter='*hopper*' \
+        > "$OUT/correct_$schedule.log" 2>&1
+      echo "rc=$?"
+      grep -E "^\[  (PASSED|FAILED) *\]|^\[  FAILED  \]" "$OUT/correct_$schedule.log" | head -12
+      echo "ran: $(grep -c 'flash:hopper.*rel.err' "$OUT/correct_$schedule.log") flash:hopper cases checked"
+    done
+    ;;
+  ladder)
+    for schedule in ${PERSISTENT:-0 1}; do
+      echo "=== flash:hopper persistent=$schedule ($(date +%T))"
+      ATTNPROF_HOPPER_PERSISTENT=$schedule timeout 120 "$A" run --config configs/perf_h200.json --backends flash:hopper \
+        --out "$OUT/ladder_$schedule" --quiet > "$OUT/ladder_$schedule.txt" 2>&1
+      echo "rc=$?"; table "$OUT/ladder_$schedule/summary.json" "persist$schedule"
+    done
+    echo "=== flash:fa2 and cudnn ($(date +%T))"
+    "$A" run --config configs/perf_h200.json --backends flash:fa2,cudnn --out "$OUT/others" --quiet > "$OUT/others.txt" 2>&1
+    echo "rc=$?"; table "$OUT/others/summary.json" ours
+    echo "=== PyTorch ($(date +%T))"
+    timeout 180 python3 docs/perf/torch_sdpa_bench.py --backends flash,cudnn 2>&1 | tail -16
+    ;;
+esac
