@@ -27,16 +27,17 @@ decltype(auto) with_instance(DType dtype, int head_dim, F&& f) {
 
 using Traits128 = hopper::HopperTraits<__nv_bfloat16, 128>;
 
-// A [rows_outer][rows][head_dim] tensor as 3-D TMA boxes of 64 columns x 128 rows x 1,
+// A [rows_outer][rows][head_dim] tensor as 3-D TMA boxes of 64 columns x box_rows rows x 1,
 // 128-byte swizzled (the layout the kernel's wgmma descriptors read); rows past `rows` arrive
 // as zeros.
-CUtensorMap encode(const char* tensor, const void* data, DType dtype, int head_dim, int rows, long long rows_outer) {
+CUtensorMap encode(const char* tensor, const void* data, DType dtype, int head_dim, int rows, long long rows_outer,
+                   int box_rows) {
   CUtensorMap map;
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(rows_outer)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(head_dim) * 2,
                                  static_cast<cuuint64_t>(head_dim) * 2 * static_cast<cuuint64_t>(rows)};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(Traits128::kBlockN), 1};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   const CUresult status = cuTensorMapEncodeTiled(
       &map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
@@ -49,16 +50,6 @@ CUtensorMap encode(const char* tensor, const void* data, DType dtype, int head_d
                              " (" + std::to_string(static_cast<int>(status)) + ")");
   }
   return map;
-}
-
-// ATTNPROF_HOPPER_PERSISTENT=0 launches one block per work tile instead of one per SM: for
-// timing the ladder's last rung side by side.
-bool persistent_choice() {
-  static const bool persistent = [] {
-    const char* text = std::getenv("ATTNPROF_HOPPER_PERSISTENT");
-    return !(text != nullptr && std::string(text) == "0");
-  }();
-  return persistent;
 }
 
 // The current device's SM count (one persistent block each).
@@ -77,7 +68,7 @@ int sm_count() {
 
 bool flash_hopper_compiled() {
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, &hopper::flash_hopper_fwd_kernel<Traits128, true>) == cudaSuccess &&
+  return cudaFuncGetAttributes(&attributes, &hopper::flash_hopper_fwd_kernel<Traits128>) == cudaSuccess &&
          attributes.binaryVersion >= 90;
 }
 
@@ -86,7 +77,8 @@ bool flash_hopper_has_kernel(DType dtype, int head_dim) {
 }
 
 int flash_hopper_smem_bytes(int head_dim) {
-  return head_dim == 64 ? hopper::HopperTraits<__nv_bfloat16, 64>::kSmemBytes : Traits128::kSmemBytes;
+  return head_dim == 64 ? hopper::HopperTraits<__nv_bfloat16, 64>::kSmemBytes
+                        : std::max(Traits128::kSmemBytes, hopper::HopperTraits<__nv_bfloat16, 128, 176>::kSmemBytes);
 }
 
 cudaError_t flash_hopper_prepare(DType dtype, int head_dim) {
@@ -97,9 +89,11 @@ void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, 
   hopper::HopperKernelParams p;
   const long long bh_q = static_cast<long long>(params.batch) * params.heads;
   const long long bh_kv = static_cast<long long>(params.batch) * params.heads_kv;
-  p.q_map = encode("q", params.q, dtype, head_dim, params.seq_q, bh_q);
-  p.k_map = encode("k", params.k, dtype, head_dim, params.seq_kv, bh_kv);
-  p.v_map = encode("v", params.v, dtype, head_dim, params.seq_kv, bh_kv);
+  const bool masked = params.mask.bounded();
+  const int block_keys = with_instance(dtype, head_dim, [&](auto instance) { return decltype(instance)::block_keys(masked); });
+  p.q_map = encode("q", params.q, dtype, head_dim, params.seq_q, bh_q, Traits128::kBlockM);
+  p.k_map = encode("k", params.k, dtype, head_dim, params.seq_kv, bh_kv, block_keys);
+  p.v_map = encode("v", params.v, dtype, head_dim, params.seq_kv, bh_kv, block_keys);
   p.o = params.o;
   p.lse = params.lse;
   p.heads = params.heads;
@@ -115,9 +109,8 @@ void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, 
   if (work_tiles > 0x7fffffffLL)
     throw std::runtime_error("flash:hopper: " + std::to_string(work_tiles) + " work tiles exceed the int range");
   p.work_tiles = static_cast<int>(work_tiles);
-  const bool persistent = persistent_choice();
-  const int blocks = persistent ? static_cast<int>(std::min<long long>(work_tiles, sm_count())) : p.work_tiles;
-  with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, blocks, persistent, stream); });
+  const int blocks = static_cast<int>(std::min<long long>(work_tiles, sm_count()));
+  with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, blocks, masked, stream); });
 }
 
 }  // namespace attnprof::kernels

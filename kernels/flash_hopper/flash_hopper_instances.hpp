@@ -17,9 +17,12 @@ template <DType kDType, int kHeadDim>
 struct FlashHopperForward {
   // Raises the kernels' dynamic shared-memory limit.
   static cudaError_t prepare();
-  // Enqueues the one kernel launch of `blocks` blocks (persistent: each walks the work tiles
-  // blockIdx.x + k * blocks; otherwise one block per work tile); the caller checks it.
-  static void launch(const hopper::HopperKernelParams& params, int blocks, bool persistent, cudaStream_t stream);
+  // Keys per K/V tile of the kernel that runs a problem with (masked) or without a mask band:
+  // the row count of the K and V TMA boxes.
+  static int block_keys(bool masked);
+  // Enqueues the one kernel launch of `blocks` persistent blocks (each walks its share of the
+  // work tiles); the caller checks it.
+  static void launch(const hopper::HopperKernelParams& params, int blocks, bool masked, cudaStream_t stream);
 };
 
 }  // namespace attnprof::kernels

@@ -31,14 +31,16 @@
 
 namespace attnprof::kernels::hopper {
 
-template <typename ElementT, int kHeadDimT>
+// kBlockN keys per K/V tile: 128, or 176 at head dim 128 without a mask band (fewer tiles, so
+// less of the per-tile softmax and synchronisation cost; a band's edges prefer smaller tiles).
+template <typename ElementT, int kHeadDimT, int kBlockNT = 128>
 struct HopperTraits {
   using Element = ElementT;
   static constexpr int kHeadDim = kHeadDimT;
   static constexpr int kConsumers = kConsumerWarpgroups;
   static constexpr int kWarpgroupRows = 64;     // rows of one wgmma M
   static constexpr int kBlockM = kConsumers * kWarpgroupRows;
-  static constexpr int kBlockN = 128;
+  static constexpr int kBlockN = kBlockNT;
   static constexpr int kStages = 2;
   static constexpr int kThreads = kHopperThreads;
   static constexpr int kProducerRegisters = hopper::kProducerRegisters;
@@ -55,6 +57,8 @@ struct HopperTraits {
   static constexpr int kSmemBytes = kOffBarriers + 8 * kBarriers + 1024;  // + 1024: aligning the base
   static constexpr int kConsumerWarps = 4 * kConsumers;
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head dims 64 and 128");
+  static_assert(kBlockN == 128 || kBlockN == 176, "S = QK^T is wgmma m64n128 or m64n176");
+  static_assert(kAtomBytesKV % 1024 == 0, "K/V slots stay 1024-byte aligned for the 128-byte swizzle");
 };
 
 // What the launch passes (by value, __grid_constant__: TMA reads the descriptors in place).
@@ -206,7 +210,10 @@ struct ConsumerSteps {
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const uint64_t desc_q = smem_descriptor(q_base + (kk / 4) * Traits::kAtomBytesQ + (kk % 4) * 32, 16, 1024);
       const uint64_t desc_k = smem_descriptor(k_base + (kk / 4) * Traits::kAtomBytesKV + (kk % 4) * 32, 16, 1024);
-      Wgmma<Element>::ss_m64n128k16(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
+      if constexpr (Traits::kBlockN == 176)
+        Wgmma<Element>::ss_m64n176k16(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
+      else
+        Wgmma<Element>::ss_m64n128k16(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
     }
   }
 
@@ -401,10 +408,9 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
   }
 }
 
-// kPersistent: one block per SM walks the work tiles t = blockIdx.x, + gridDim.x, ... (the
-// next tile's Q and first K/V tiles load while the consumers finish the current one); otherwise
-// one block per work tile (grid.x = the tile count).
-template <typename Traits, bool kPersistent>
+// Persistent: one block per SM walks its work tiles (persistent_tile); the next tile's first K/V
+// tiles and its Q load while the consumers finish the current one.
+template <typename Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(const __grid_constant__ HopperKernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
@@ -414,7 +420,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
   const int m_blocks = (p.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;
   // This block's k-th work tile, -1 when done.
   auto tile_at = [&](int k) {
-    if (!kPersistent) return k == 0 ? static_cast<int>(blockIdx.x) : -1;
     return persistent_tile(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), p.work_tiles);
   };
 

@@ -8,6 +8,7 @@ asm operand list, which is why they are generated. Run from this folder after ch
 # (name, n, a_from_registers, transpose_b)
 SHAPES = [
     ("ss_m64n128k16", 128, False, 0),   # S = Q K^T: both operands K-major in shared memory
+    ("ss_m64n176k16", 176, False, 0),   # S = Q K^T with 176-key tiles (head dim 128, no mask band)
     ("rs_m64n128k16", 128, True, 1),    # O += P V, head dim 128: P in registers, V MN-major
     ("rs_m64n64k16", 64, True, 1),      # O += P V, head dim 64
 ]
