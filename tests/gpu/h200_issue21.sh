@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Device calls for issue 21 (flash:hopper). Usage (on the device, after tests/gpu/unpack_build.sh):
 #   h200_issue21.sh tests    flash:hopper against the float64 reference (every case of
-#                            gpu_backend_correctness_test that names it), persistent and not
-#   h200_issue21.sh ladder   configs/perf_h200.json: flash:hopper one block per work tile and
-#                            persistent (ATTNPROF_HOPPER_PERSISTENT), flash:fa2 and cudnn, then
+#                            gpu_backend_correctness_test that names it)
+#   h200_issue21.sh ladder   configs/perf_h200.json: flash:hopper, flash:fa2 and cudnn, then
 #                            PyTorch's flash and cudnn, all in this one call
+# (tests/gpu/ab_hopper.sh times two builds of flash:hopper against each other.)
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue21}
@@ -22,25 +22,16 @@ PY
 }
 case "${1:-tests}" in
   tests)
-    for schedule in ${PERSISTENT:-0 1}; do
-      echo "=== persistent=$schedule: correctness ($(date +%T))"
-      ATTNPROF_HOPPER_PERSISTENT=$schedule timeout 90 "$B/tests/gpu_backend_correctness_test" --gtest_filter='*hopper*' \
-        > "$OUT/correct_$schedule.log" 2>&1
-      echo "rc=$?"
-      grep -E "^\[  (PASSED|FAILED) *\]|^\[  FAILED  \]" "$OUT/correct_$schedule.log" | head -12
-      echo "ran: $(grep -c 'flash:hopper.*rel.err' "$OUT/correct_$schedule.log") flash:hopper cases checked"
-    done
+    echo "=== correctness ($(date +%T))"
+    timeout 90 "$B/tests/gpu_backend_correctness_test" --gtest_filter='*hopper*' > "$OUT/correct.log" 2>&1
+    echo "rc=$?"
+    grep -E "^\[  (PASSED|FAILED) *\]|^\[  FAILED  \]" "$OUT/correct.log" | head -12
+    echo "ran: $(grep -c 'flash:hopper.*rel.err' "$OUT/correct.log") flash:hopper cases checked"
     ;;
   ladder)
-    for schedule in ${PERSISTENT:-0 1}; do
-      echo "=== flash:hopper persistent=$schedule ($(date +%T))"
-      ATTNPROF_HOPPER_PERSISTENT=$schedule timeout 120 "$A" run --config configs/perf_h200.json --backends flash:hopper \
-        --out "$OUT/ladder_$schedule" --quiet > "$OUT/ladder_$schedule.txt" 2>&1
-      echo "rc=$?"; table "$OUT/ladder_$schedule/summary.json" "persist$schedule"
-    done
-    echo "=== flash:fa2 and cudnn ($(date +%T))"
-    "$A" run --config configs/perf_h200.json --backends flash:fa2,cudnn --out "$OUT/others" --quiet > "$OUT/others.txt" 2>&1
-    echo "rc=$?"; table "$OUT/others/summary.json" ours
+    echo "=== flash:hopper, flash:fa2 and cudnn ($(date +%T))"
+    timeout 200 "$A" run --config configs/perf_h200.json --backends flash,cudnn --out "$OUT/perf" --quiet > "$OUT/perf.txt" 2>&1
+    echo "rc=$?"; table "$OUT/perf/summary.json" ours
     echo "=== PyTorch ($(date +%T))"
     timeout 180 python3 docs/perf/torch_sdpa_bench.py --backends flash,cudnn 2>&1 | tail -16
     ;;
