@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "flash_hopper/register_budget.hpp"
 #include "summary/kernel_category.hpp"
 
 namespace attnprof {
@@ -96,6 +97,58 @@ void occupancy_findings(CaseSummary& c) {
                          {"active_blocks_per_sm", k->active_blocks_per_sm},
                          {"theoretical_occupancy_percent", k->theoretical_occupancy_percent},
                          {"limiter", k->occupancy_limiter}}});
+}
+
+// flash:hopper's kernel re-splits its registers between warpgroups with setmaxnreg after launch;
+// CUPTI records only the launch's count, which is what the occupancy is computed from.
+void register_reallocation_findings(CaseSummary& c) {
+  namespace hopper = kernels::hopper;
+  const auto k = std::find_if(c.kernels.begin(), c.kernels.end(), [](const KernelSummary& kernel) {
+    return shorten_name(kernel.name) == hopper::kHopperKernelName;
+  });
+  if (k == c.kernels.end()) return;
+  const int threads = k->block[0] * k->block[1] * k->block[2];
+  if (threads != hopper::kHopperThreads) return;  // not the launch register_budget.hpp describes
+  const int consumer_threads = hopper::kConsumerWarpgroups * hopper::kWarpgroupThreads;
+  const int launch_per_block = k->registers_per_thread * threads;
+  const int split_per_block =
+      hopper::kWarpgroupThreads * hopper::kProducerRegisters + consumer_threads * hopper::kConsumerRegisters;
+  const int extra = hopper::kConsumerRegisters - k->registers_per_thread;
+  const std::string against_trace = extra > 0   ? fmt::format("{} more than", extra)
+                                    : extra < 0 ? fmt::format("{} fewer than", -extra)
+                                                : std::string("as many as");
+  const std::string occupancy =
+      k->occupancy_valid
+          ? fmt::format("the occupancy shown ({:.1f}%, {} {}/SM, limited by {}) is computed from the launch's count",
+                        k->theoretical_occupancy_percent, k->active_blocks_per_sm,
+                        k->active_blocks_per_sm == 1 ? "block" : "blocks", k->occupancy_limiter)
+          : std::string("an occupancy computed from the trace starts from the launch's count");
+  nlohmann::json evidence = {{"kernel", k->name},
+                             {"registers_per_thread", k->registers_per_thread},
+                             {"block_threads", threads},
+                             {"launch_registers_per_block", launch_per_block},
+                             {"producer_threads", hopper::kWarpgroupThreads},
+                             {"producer_registers", hopper::kProducerRegisters},
+                             {"consumer_warpgroups", hopper::kConsumerWarpgroups},
+                             {"consumer_threads", consumer_threads},
+                             {"consumer_registers", hopper::kConsumerRegisters},
+                             {"split_registers_per_block", split_per_block}};
+  if (k->occupancy_valid) {
+    evidence["active_blocks_per_sm"] = k->active_blocks_per_sm;
+    evidence["theoretical_occupancy_percent"] = k->theoretical_occupancy_percent;
+    evidence["limiter"] = k->occupancy_limiter;
+  }
+  c.findings.push_back(
+      {"register_reallocation",
+       fmt::format("{}: CUPTI reports the launch's {} registers per thread x {} threads ({} per block), but the "
+                   "kernel re-splits them with setmaxnreg: the producer warpgroup ({} threads) runs with {} registers "
+                   "and each of the {} consumer warpgroups ({} threads each) with {} ({} per block); {}, and the "
+                   "consumers compute with {} registers per thread, {} the trace's {}",
+                   shorten_name(k->name), k->registers_per_thread, threads, launch_per_block, hopper::kWarpgroupThreads,
+                   hopper::kProducerRegisters, hopper::kConsumerWarpgroups, hopper::kWarpgroupThreads,
+                   hopper::kConsumerRegisters, split_per_block, occupancy, hopper::kConsumerRegisters, against_trace,
+                   k->registers_per_thread),
+       std::move(evidence)});
 }
 
 void launch_findings(CaseSummary& c) {
@@ -539,6 +592,7 @@ void add_findings(CaseSummary& c) {
   repeatability_findings(c);
   mask_findings(c);
   occupancy_findings(c);
+  register_reallocation_findings(c);
   launch_findings(c);
   host_findings(c);
   communication_findings(c);

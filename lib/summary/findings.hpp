@@ -1,6 +1,7 @@
 // Automatic explanations of what a case's trace shows, each with its evidence: copies inside
 // the timed loop, dtype conversions, a mask rebuilt every call, low occupancy and its cause,
-// driver-API launches, host time exceeding GPU time, collective communication (NCCL) kernels; for a
+// registers a kernel re-splits with setmaxnreg (flash:hopper's) beside CUPTI's count, driver-API
+// launches, host time exceeding GPU time, collective communication (NCCL) kernels; for a
 // backward, its fp32 dQ accumulator, P recomputed or materialised, workspace memsets, and bits that
 // differ between two runs (docs/config.md lists them).
 #pragma once

@@ -53,8 +53,9 @@ struct MemoryOpSummary {
 };
 
 struct Finding {
-  std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy", "driver_launch",
-                        // "host_bound", "communication", ...; a backward's: docs/config.md
+  std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy",
+                        // "register_reallocation", "driver_launch", "host_bound", "communication", ...; a
+                        // backward's: docs/config.md
   std::string message;  // one sentence for the table
   nlohmann::json evidence;
 };

@@ -2,10 +2,14 @@
 // surprises; JSON round trip; rendering.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "flash_hopper/register_budget.hpp"
 #include "summary/findings.hpp"
 #include "summary/render.hpp"
 #include "summary/summary.hpp"
 #include "summary/surprises.hpp"
+#include "trace/annotate.hpp"
 
 namespace attnprof {
 namespace {
@@ -170,6 +174,102 @@ TEST(Findings, FusedRegisterLimitedKernelIsExplainedAsDesign) {
       << c.findings[0].message;
   EXPECT_NE(c.findings[0].message.find("12.5%, limited by registers"), std::string::npos);
   EXPECT_NE(c.findings[0].message.find("price of keeping the score matrix on chip"), std::string::npos);
+}
+
+// A forward kernel's two timed launches as CUPTI records them (168 registers, ~161 KB of dynamic
+// shared memory as flash:hopper's launch with 128-key tiles at head dim 128 asks), with the
+// occupancy the run computes.
+CaseSummary fused_case(const std::string& backend, const std::string& kernel_name, int block_threads) {
+  trace::ActivityBatch b;
+  for (int i = 0; i < 2; ++i) {
+    trace::KernelActivity k = kernel(kernel_name, 1000 * (i + 1), 500, Phase::iteration, i, 168);
+    k.block = {block_threads, 1, 1};
+    k.grid = {8, 16, 4};
+    k.dynamic_shared_bytes = 164'936;
+    k.shared_optin = true;
+    trace::annotate_occupancy(k, sm90_reference_properties());
+    b.kernels.push_back(k);
+  }
+  CaseMeasurements m = measurements();
+  m.backend = backend;
+  m.label = backend + " bf16 causal 1x1x128x128x64";
+  m.iterations = 2;
+  m.plan_cold_ms = std::nullopt;
+  CaseSummary c = summarize_case(m, b);
+  add_findings(c);
+  return c;
+}
+
+const Finding* finding_of(const CaseSummary& c, const std::string& kind) {
+  for (const Finding& f : c.findings)
+    if (f.kind == kind) return &f;
+  return nullptr;
+}
+
+constexpr const char* kHopperKernel =
+    "void attnprof::kernels::hopper::flash_hopper_fwd_kernel<attnprof::kernels::hopper::HopperTraits<__nv_bfloat16, "
+    "128> >(attnprof::kernels::hopper::HopperKernelParams)";
+
+TEST(Findings, HopperKernelsRegisterSplitIsSaidBesideTheLaunchCount) {
+  namespace hopper = kernels::hopper;
+  const CaseSummary c = fused_case("flash:hopper", kHopperKernel, hopper::kHopperThreads);
+  const Finding* f = finding_of(c, "register_reallocation");
+  ASSERT_NE(f, nullptr);
+  const KernelSummary& k = *c.dominant_kernel();
+  ASSERT_TRUE(k.occupancy_valid);
+  // The calculator, not the test, says what limits 168 x 384 registers: the launch's count must be among it.
+  EXPECT_NE(k.occupancy_limiter.find("registers"), std::string::npos) << k.occupancy_limiter;
+  EXPECT_EQ(k.active_blocks_per_sm, 1);
+  const std::string& m = f->message;
+  EXPECT_NE(m.find("flash_hopper_fwd_kernel: CUPTI reports the launch's 168 registers per thread x 384 threads "
+                   "(64512 per block)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(fmt::format("the producer warpgroup ({} threads) runs with {} registers", hopper::kWarpgroupThreads,
+                               hopper::kProducerRegisters)),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(fmt::format("each of the {} consumer warpgroups ({} threads each) with {}",
+                               hopper::kConsumerWarpgroups, hopper::kWarpgroupThreads, hopper::kConsumerRegisters)),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(fmt::format("1 block/SM, limited by {}) is computed from the launch's count", k.occupancy_limiter)),
+            std::string::npos)
+      << m;
+  ASSERT_GT(hopper::kConsumerRegisters, 168);
+  EXPECT_NE(m.find(fmt::format("the consumers compute with {} registers per thread, {} more than the trace's 168",
+                               hopper::kConsumerRegisters, hopper::kConsumerRegisters - 168)),
+            std::string::npos)
+      << m;
+  const nlohmann::json& e = f->evidence;
+  EXPECT_EQ(e.at("kernel"), kHopperKernel);
+  EXPECT_EQ(e.at("registers_per_thread"), 168);
+  EXPECT_EQ(e.at("block_threads"), 384);
+  EXPECT_EQ(e.at("launch_registers_per_block"), 168 * 384);
+  EXPECT_EQ(e.at("producer_threads"), hopper::kWarpgroupThreads);
+  EXPECT_EQ(e.at("producer_registers"), hopper::kProducerRegisters);
+  EXPECT_EQ(e.at("consumer_warpgroups"), hopper::kConsumerWarpgroups);
+  EXPECT_EQ(e.at("consumer_threads"), hopper::kConsumerWarpgroups * hopper::kWarpgroupThreads);
+  EXPECT_EQ(e.at("consumer_registers"), hopper::kConsumerRegisters);
+  EXPECT_EQ(e.at("split_registers_per_block"),
+            hopper::kWarpgroupThreads * (hopper::kProducerRegisters + hopper::kConsumerWarpgroups * hopper::kConsumerRegisters));
+  EXPECT_EQ(e.at("active_blocks_per_sm"), 1);
+  EXPECT_EQ(e.at("limiter"), k.occupancy_limiter);
+  EXPECT_EQ(e.at("theoretical_occupancy_percent"), k.theoretical_occupancy_percent);
+}
+
+TEST(Findings, NoRegisterReallocationForTheFa2Kernel) {
+  // The same launch resources under FA2's kernel name: nothing re-splits its registers.
+  const CaseSummary c = fused_case("flash:fa2", "void flash_fwd_kernel<Traits>(Params)", 384);
+  EXPECT_EQ(finding_of(c, "register_reallocation"), nullptr);
+  EXPECT_NE(finding_of(c, "low_occupancy"), nullptr);
+}
+
+TEST(Findings, NoRegisterReallocationForABlockTheHeaderDoesNotDescribe) {
+  const CaseSummary c = fused_case("flash:hopper", kHopperKernel, 256);
+  ASSERT_FALSE(c.kernels.empty());
+  EXPECT_EQ(shorten_name(c.kernels[0].name), kernels::hopper::kHopperKernelName);
+  EXPECT_EQ(finding_of(c, "register_reallocation"), nullptr);
 }
 
 TEST(Findings, ConversionDirectionFromKernelNames) {
