@@ -284,8 +284,8 @@ SyntheticRunResult write_run(const std::filesystem::path& path, int iterations, 
 }  // namespace
 
 const std::vector<std::string>& synthetic_backend_names() {
-  static const std::vector<std::string> names = {"math", "manual", "manual:out_of_place", "manual:in_place",
-                                                 "efficient", "flash", "cudnn"};
+  static const std::vector<std::string> names = {"math",  "manual",    "manual:out_of_place", "manual:in_place", "efficient",
+                                                 "flash", "flash:fa2", "flash:hopper",        "cudnn"};
   return names;
 }
 

@@ -21,8 +21,9 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kKnownBackends = {
-    "math", "manual", "manual:out_of_place", "manual:in_place", "efficient", "flash", "cudnn"};
+// accepted_backend_names() of lib/backends/registry.cpp (the GPU library; tests/host checks the list).
+const std::vector<std::string> kKnownBackends = {"math",  "manual",    "manual:out_of_place", "manual:in_place", "efficient",
+                                                 "flash", "flash:fa2", "flash:hopper",        "cudnn"};
 
 // The smallest valid document; each bad case changes one thing in it.
 json minimal_document() {
@@ -316,7 +317,7 @@ TEST(ConfigErrors, ReportsEveryIssueInOnePass) {
         "test.json: /iteratons: unknown key \"iteratons\" (did you mean \"iterations\"?)",
         "test.json: /warmup: expected a non-negative integer, found -1",
         "test.json: /backends/1: expected one of \"math\", \"manual\", \"manual:out_of_place\", \"manual:in_place\", "
-        "\"efficient\", \"flash\", \"cudnn\", found \"flsh\" (did you mean \"flash\"?)",
+        "\"efficient\", \"flash\", \"flash:fa2\", \"flash:hopper\", \"cudnn\", found \"flsh\" (did you mean \"flash\"?)",
         "test.json: /dtypes/0: expected one of \"bf16\", \"fp16\", \"fp32\", found \"bf61\" (did you mean \"bf16\"?)",
         "test.json: /shapes/1/seq: unknown key \"seq\" (did you mean \"seq_q\"?)",
         "test.json: /shapes/1/head_dim: expected a positive integer, found the string \"64\"",
@@ -593,6 +594,8 @@ TEST(ClosestMatch, Table) {
       {"seq", {"batch", "heads", "seq_q", "seq_kv", "head_dim"}, "seq_q"},
       {"Flash", kKnownBackends, "flash"},
       {"manual:inplace", kKnownBackends, "manual:in_place"},
+      {"flash:hoper", kKnownBackends, "flash:hopper"},
+      {"flash:fa3", kKnownBackends, "flash:fa2"},
       {"ab", {"cd"}, std::nullopt},                    // every character changed: no hint
       {"xy", {"xz", "ab"}, "xz"},
       {"theoretical_occupncy_max", {"max_theoretical_occupancy"}, std::nullopt},

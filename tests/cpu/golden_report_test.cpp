@@ -16,8 +16,8 @@ namespace {
 
 // The backend names a config may use (attnprof's registry): the stored config's expectations
 // are re-read with them, as `attnprof report` does.
-const std::vector<std::string> kKnownBackends = {"math",   "manual", "manual:out_of_place", "manual:in_place",
-                                                  "efficient", "flash", "cudnn"};
+const std::vector<std::string> kKnownBackends = {"math",  "manual",    "manual:out_of_place", "manual:in_place", "efficient",
+                                                 "flash", "flash:fa2", "flash:hopper",        "cudnn"};
 
 nlohmann::json golden(const std::string& name) {
   std::ifstream in(std::filesystem::path(ATTNPROF_GOLDEN_DIR) / "reports" / name);

@@ -13,8 +13,8 @@
 namespace {
 
 // The names the backend registry accepts (lib/backends/registry.cpp, not in the CPU library).
-const std::vector<std::string> kBackends = {"math",      "manual", "manual:out_of_place", "manual:in_place",
-                                            "efficient", "flash",  "cudnn"};
+const std::vector<std::string> kBackends = {"math",  "manual",    "manual:out_of_place", "manual:in_place", "efficient",
+                                            "flash", "flash:fa2", "flash:hopper",        "cudnn"};
 
 [[noreturn]] void bug(const char* what) {
   std::fprintf(stderr, "config_fuzz: %s\n", what);

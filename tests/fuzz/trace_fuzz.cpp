@@ -14,7 +14,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   attnprof::trace::JsonPullParser parser(std::string(reinterpret_cast<const char*>(data), size), "fuzz.json");
   attnprof::TraceReportOptions options;
-  options.known_backends = {"math", "manual", "manual:out_of_place", "manual:in_place", "efficient", "flash", "cudnn"};
+  options.known_backends = {"math",  "manual",    "manual:out_of_place", "manual:in_place", "efficient",
+                            "flash", "flash:fa2", "flash:hopper",        "cudnn"};
   try {
     attnprof::report_from_trace(parser, options);
   } catch (const attnprof::trace::TraceFormatError& e) {
