@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Achieved occupancy, attnprof beside Nsight Compute, on the same kernels: flash, efficient, cudnn
-# and math at 2x16x4096x4096x128 bf16, non-causal (configs/occupancy_check.json).
+# Achieved occupancy, attnprof beside Nsight Compute, on the same kernels: flash (flash:fa2 and
+# flash:hopper), efficient, cudnn and math at 2x16x4096x4096x128 bf16, non-causal
+# (configs/occupancy_check.json, whose "flash" runs both variants).
 #   attnprof: `run --metrics occupancy`, CUPTI range profiler, one replayed forward per case.
 #   ncu:      sm__warps_active.avg.pct_of_peak_sustained_active with --clock-control none, on
 #             attnprof_forward (the same backends, one forward, no CUPTI in the process: ncu needs
@@ -9,7 +10,7 @@
 #
 # On the H200, from the repository root, after building attnprof and attnprof_forward:
 #   docs/perf/occupancy_vs_ncu.sh [BUILD_DIR=build] [OUT_DIR=${OUT:-/tmp}/occupancy_vs_ncu]
-# Takes about a minute: 4 cases in one attnprof run, then 4 short ncu sessions.
+# Takes about a minute: 5 cases in one attnprof run, then 5 short ncu sessions.
 set -uo pipefail
 
 BUILD=${1:-build}
@@ -20,7 +21,7 @@ CONFIG=configs/occupancy_check.json
 METRIC=sm__warps_active.avg.pct_of_peak_sustained_active
 NCU=${NCU:-ncu}
 SHAPE="2 16 4096 4096 128 bf16 0 1"  # batch heads seq_q seq_kv head_dim dtype causal iterations
-BACKENDS="flash efficient cudnn math"
+BACKENDS="flash:fa2 flash:hopper efficient cudnn math"
 
 for f in "$ATTNPROF" "$FORWARD"; do
   [[ -x $f ]] || { echo "missing $f: build the attnprof and attnprof_forward targets in $BUILD" >&2; exit 2; }
@@ -38,14 +39,15 @@ cat "$OUT_DIR/attnprof_progress.txt" "$OUT_DIR/attnprof_table.txt"
 for backend in $BACKENDS; do
   echo "== ncu --clock-control none --metrics $METRIC: $backend"
   start=$SECONDS
+  file=$OUT_DIR/ncu_${backend//:/_}  # flash:fa2 -> ncu_flash_fa2
   # shellcheck disable=SC2086
-  "$NCU" --clock-control none --metrics "$METRIC" -f -o "$OUT_DIR/ncu_$backend" \
-    "$FORWARD" "$backend" $SHAPE >"$OUT_DIR/ncu_$backend.log" 2>&1
+  "$NCU" --clock-control none --metrics "$METRIC" -f -o "$file" \
+    "$FORWARD" "$backend" $SHAPE >"$file.log" 2>&1
   status=$?
-  "$NCU" --import "$OUT_DIR/ncu_$backend.ncu-rep" --csv --page raw --print-kernel-base function \
-    >"$OUT_DIR/ncu_$backend.csv" 2>>"$OUT_DIR/ncu_$backend.log"
-  echo "exit $status after $((SECONDS - start)) s; $(grep -c '^"[0-9]' "$OUT_DIR/ncu_$backend.csv") kernel(s)"
-  [[ $status -eq 0 ]] || tail -5 "$OUT_DIR/ncu_$backend.log"
+  "$NCU" --import "$file.ncu-rep" --csv --page raw --print-kernel-base function \
+    >"$file.csv" 2>>"$file.log"
+  echo "exit $status after $((SECONDS - start)) s; $(grep -c '^"[0-9]' "$file.csv") kernel(s)"
+  [[ $status -eq 0 ]] || tail -5 "$file.log"
 done
 
 python3 - "$OUT_DIR" "$METRIC" $BACKENDS <<'PY'
@@ -81,14 +83,14 @@ except Exception as e:
     sys.exit(f"no attnprof summary: {e}")
 
 print()
-print(f"{'backend':<10} {'kernel':<46} {'n':>2} {'theoretical':>11} {'attnprof':>9} {'ncu':>7} {'diff':>6}")
+print(f"{'backend':<12} {'kernel':<46} {'n':>2} {'theoretical':>11} {'attnprof':>9} {'ncu':>7} {'diff':>6}")
 checked = passed = 0
 for backend in backends:
     case = next((c for c in summary["cases"] if c["backend"] == backend), None)
     ours = {}
     if case is None or case["status"] != "ok":
         checked += 1
-        print(f"{backend:<10} attnprof case {'missing' if case is None else case['status']}: "
+        print(f"{backend:<12} attnprof case {'missing' if case is None else case['status']}: "
               f"{'' if case is None else case['reason']}")
     else:
         # Several instantiations share one base name (convert_kernel<bf16, float> and
@@ -107,7 +109,7 @@ for backend in backends:
             merged["gpu_us_per_iter"] += k["gpu_us_per_iter"]
     rows = []
     try:
-        with open(f"{out_dir}/ncu_{backend}.csv", newline="") as f:
+        with open(f"{out_dir}/ncu_{backend.replace(':', '_')}.csv", newline="") as f:
             table = list(csv.reader(f))
         header = next(i for i, r in enumerate(table) if "Kernel Name" in r and metric in r)
         cols = table[header]
@@ -118,7 +120,7 @@ for backend in backends:
             rows.append((base_name(r[cols.index("Kernel Name")]), float(value)))
     except Exception as e:
         checked += 1
-        print(f"{backend:<10} no ncu values ({e}); see {out_dir}/ncu_{backend}.log")
+        print(f"{backend:<12} no ncu values ({e}); see {out_dir}/ncu_{backend.replace(':', '_')}.log")
     theirs, launches = mean_by_name(rows)
     for name in sorted(set(ours) | set(theirs), key=lambda n: -(ours.get(n, {}).get("gpu_us_per_iter", 0))):
         k = ours.get(name, {})
@@ -138,7 +140,7 @@ for backend in backends:
             mark = "MISSING"
         else:
             mark = "(ncu only: not in attnprof's timed iterations)"
-        print(f"{backend:<10} {name[:46]:<46} {launches.get(name, 0):>2} {theoretical:>11} {a:>9} {b:>7} {diff:>6} {mark}")
+        print(f"{backend:<12} {name[:46]:<46} {launches.get(name, 0):>2} {theoretical:>11} {a:>9} {b:>7} {diff:>6} {mark}")
 print()
 print(f"{passed} of {checked} kernels within 2 percentage points of ncu "
       f"(attnprof: launch-weighted mean per kernel name over one replayed forward; ncu: the same over one forward)")

@@ -4,7 +4,8 @@
 fixed upstream gradient dO, the forward done once outside the timing (retain_graph). TFLOP/s counts
 2.5x the forward's FLOPs (FlashAttention's convention; a causal forward counts the exact visible
 pairs, as attnprof does). With --compare, the join with attnprof's summary of that config: our
-backward against PyTorch's same backend.
+backward against PyTorch's backend of the same family (flash:fa2 against PyTorch's flash; flash:hopper
+has no backward, so its cases are skipped, not compared).
 
 Usage: torch_backward_bench.py [--compare SUMMARY.json] [--backends efficient,flash,cudnn]"""
 import argparse
@@ -60,9 +61,13 @@ def main():
                                       "error": str(e).splitlines()[0][:200]}), flush=True)
             del q, k, v, d_o
             torch.cuda.empty_cache()
-    if not args.compare:
-        return
-    cases = [c for c in json.load(open(args.compare))["cases"]
+    if args.compare:
+        print_comparison(args.compare, torch_tflops)
+
+
+def print_comparison(summary_path, torch_tflops):
+    """Our backward cases beside PyTorch's: torch_tflops maps (PyTorch backend, key) to (TFLOP/s, us)."""
+    cases = [c for c in json.load(open(summary_path))["cases"]
              if c["status"] == "ok" and c["problem"].get("pass") == "backward"]
     print("\n| backward | backend | ours us | PyTorch us | ours vs PyTorch (time ratio) | ours TFLOP/s |")
     print("|---|---|---:|---:|---:|---:|")
@@ -70,7 +75,8 @@ def main():
         p = c["problem"]
         causal = p.get("causal", False) not in (False, "none")
         k = key(p["batch"], p["heads"], p["seq_q"], p["head_dim"], causal)
-        theirs = torch_tflops.get((c["backend"], k))
+        family = c["backend"].split(":")[0]  # a variant (flash:fa2) against PyTorch's backend of its family
+        theirs = torch_tflops.get((family, k))
         if theirs is None:
             continue
         ours_us = c["timing"]["median_us"]

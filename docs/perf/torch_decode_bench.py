@@ -2,8 +2,9 @@
 """PyTorch's SDPA (enable_gqa) at the decode shapes of configs/perf_decode.json, timed as attnprof
 times (CUDA events around each call, median after warm-up), and the join with attnprof's summary of
 that config: GB/s per backend and shape (Q, K, V read once, O written once, as GPU.md counts), the
-best PyTorch backend, our flash and cudnn against it; paged decode against our own contiguous decode;
-the ragged prefill batch against the same batch padded.
+best PyTorch backend, each of our flash variants (flash:fa2, flash:hopper: whichever the summary holds)
+and cudnn against it; paged decode against the same backend's contiguous decode; the ragged prefill
+batch against the same batch padded.
 
 Usage: torch_decode_bench.py [--compare SUMMARY.json]"""
 import argparse
@@ -56,9 +57,15 @@ def main():
                                   "error": str(e).splitlines()[0][:200]}), flush=True)
         del q, k, v
         torch.cuda.empty_cache()
-    if not args.compare:
-        return
-    cases = [c for c in json.load(open(args.compare))["cases"] if c["status"] == "ok"]
+    if args.compare:
+        print_comparison(args.compare, torch_gbps)
+
+
+def print_comparison(summary_path, torch_gbps):
+    """Our decode cases beside PyTorch's: torch_gbps maps (PyTorch backend, shape key) to GB/s."""
+    cases = [c for c in json.load(open(summary_path))["cases"] if c["status"] == "ok"]
+    # Our backends in the summary's order: every flash variant that ran (flash:fa2, flash:hopper), and cudnn.
+    backends = [b for b in dict.fromkeys(c["backend"] for c in cases) if b.split(":")[0] in ("flash", "cudnn")]
 
     def ours(backend, shape_key, page=None, ragged=False):
         for c in cases:
@@ -70,21 +77,22 @@ def main():
                 return c
         return None
 
-    print("\n| decode shape | best PyTorch GB/s | our flash GB/s | flash vs best | our cudnn GB/s | paged16 / paged64 flash GB/s (vs contiguous) |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("\n| decode shape | best PyTorch GB/s | ours | our GB/s | vs best | paged16 / paged64 GB/s (vs contiguous) |")
+    print("|---|---:|---|---:|---:|---|")
     for b, h, hkv, skv, d in DECODE:
         k = key(b, h, hkv, skv, d)
         best = max(((g, n) for (n, s), g in torch_gbps.items() if s == k), default=(None, None))
-        f, cu = ours("flash", k), ours("cudnn", k)
-        fg = f["roofline"]["gbps"] if f else None
-        paged = []
-        for page in (16, 64):
-            pc = ours("flash", k, page)
-            paged.append(f'{pc["roofline"]["gbps"]:.0f} ({pc["roofline"]["gbps"] / fg:.2f}x)' if pc and fg else "-")
-        ratio = f"{fg / best[0]:.2f}x" if fg and best[0] else "-"
-        print(f'| {k} | {best[0]:.0f} ({best[1]}) | {fg or 0:.0f} | {ratio} | '
-              f'{cu["roofline"]["gbps"] if cu else 0:.0f} | {" / ".join(paged)} |')
-    for backend in ("flash", "cudnn"):
+        best_text = f"{best[0]:.0f} ({best[1]})" if best[0] else "-"
+        for backend in backends:
+            c = ours(backend, k)
+            gbps = c["roofline"]["gbps"] if c else None
+            paged = []
+            for page in (16, 64):
+                pc = ours(backend, k, page)
+                paged.append(f'{pc["roofline"]["gbps"]:.0f} ({pc["roofline"]["gbps"] / gbps:.2f}x)' if pc and gbps else "-")
+            ratio = f"{gbps / best[0]:.2f}x" if gbps and best[0] else "-"
+            print(f'| {k} | {best_text} | {backend} | {f"{gbps:.0f}" if gbps else "-"} | {ratio} | {" / ".join(paged)} |')
+    for backend in backends:
         ragged = ours(backend, "4x32/8x4096x4096x128", ragged=True)
         padded = ours(backend, "4x32/8x4096x4096x128")
         if ragged and padded:

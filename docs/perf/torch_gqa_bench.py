@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's SDPA with enable_gqa at the shapes of configs/perf_gqa.json, timed as attnprof times
 (CUDA events around each call, median of N after warm-up), and the join with attnprof's summary:
-per backend and shape, both medians and the ratio. TFLOP/s are compared through the medians (the
+per backend and shape, both medians and the ratio (each variant against PyTorch's backend of its
+family: flash:fa2 and flash:hopper both against PyTorch's flash). TFLOP/s are compared through the medians (the
 same FLOPs on both sides), so the FLOP convention does not matter.
 
 Usage: torch_gqa_bench.py [--compare SUMMARY.json]   (prints JSON lines, then the table)"""
@@ -45,15 +46,19 @@ def main():
             except RuntimeError as e:
                 print(json.dumps({"backend": name, "shape": key[1], "error": str(e).splitlines()[0][:200]}), flush=True)
         torch.cuda.empty_cache()
-    if not args.compare:
-        return
+    if args.compare:
+        print_comparison(args.compare, rows)
+
+
+def print_comparison(summary_path, rows):
+    """Our cases beside PyTorch's: rows maps (PyTorch backend, shape label) to its median us."""
     print("| backend | shape (causal) | attnprof us | attnprof TFLOP/s | PyTorch us | speed-up over PyTorch |")
     print("|---|---|---:|---:|---:|---:|")
-    for c in json.load(open(args.compare))["cases"]:
+    for c in json.load(open(summary_path))["cases"]:
         p = c["problem"]
         shape = label(p["batch"], p["heads"], p.get("heads_kv", p["heads"]), p["seq_q"], p["head_dim"])
         ours = c["timing"]["median_us"] if c["status"] == "ok" else None
-        theirs = rows.get((c["backend"], shape))
+        theirs = rows.get((c["backend"].split(":")[0], shape))
         ratio = f"{theirs / ours:.2f}x" if ours and theirs else "-"
         print(f'| {c["backend"]} | {shape} | {ours or "-"} | {c["timing"]["tflops"]:.0f} | '
               f'{round(theirs, 1) if theirs else "-"} | {ratio} |')

@@ -31,7 +31,7 @@ for step in "${steps[@]}"; do
     sanitize_each)
       # memcheck and racecheck per backend, one process each (a slow library module cannot
       # starve the others): odd lengths, seq_q != seq_kv, both causal settings, every head dim.
-      for b in ${SANITIZE_BACKENDS:-math manual_* cudnn efficient flash}; do
+      for b in ${SANITIZE_BACKENDS:-math manual_* cudnn efficient flash_fa2 flash_hopper}; do
         for tool in memcheck racecheck; do
           timeout "${SANITIZE_TIMEOUT:-80}" compute-sanitizer --tool $tool --error-exitcode 9 \
             "$B/tests/gpu_backend_correctness_test" --gtest_filter="*Reference/${b}_bf16_*_2x2x129x257x*" \
@@ -41,10 +41,12 @@ for step in "${steps[@]}"; do
         done
       done ;;
     sass)
-      # per kernel: tensor-core MMAs, ldmatrix, and local-memory traffic (spills) in the shipped code
+      # per kernel: tensor-core MMAs (mma.sync's HMMA, flash:hopper's wgmma as HGMMA), ldmatrix, and
+      # local-memory traffic (spills) in the shipped code
       cuobjdump --dump-sass "$B/app/attnprof" > "$OUT/sass.txt" 2>&1
-      awk '/Function :/ {f=$3} /HMMA/ {h[f]++} /LDSM/ {l[f]++} /LDL|STL/ {s[f]++} /MUFU.EX2/ {m[f]++}
-           END {for (f in h) if (f ~ /flash|efficient/) printf "%-90s HMMA %5d LDSM %4d MUFU.EX2 %4d LDL/STL %d\n", substr(f,1,90), h[f], l[f], m[f], s[f]}' "$OUT/sass.txt" | sort ;;
+      awk '/Function :/ {f=$3} /HMMA/ {h[f]++} /HGMMA/ {g[f]++} /LDSM/ {l[f]++} /LDL|STL/ {s[f]++} /MUFU.EX2/ {m[f]++}
+           END {for (f in h) k[f]; for (f in g) k[f];
+                for (f in k) if (f ~ /flash|efficient/) printf "%-90s HMMA %5d HGMMA %4d LDSM %4d MUFU.EX2 %4d LDL/STL %d\n", substr(f,1,90), h[f], g[f], l[f], m[f], s[f]}' "$OUT/sass.txt" | sort ;;
     cudnn_kernels)
       PYTHONUNBUFFERED=1 timeout 200 python3 docs/perf/torch_sdpa_bench.py --kernel-times --backends "${TORCH_BACKENDS:-cudnn}" > "$OUT/torch_kernels.jsonl" 2> "$OUT/torch_kernels.err"
       echo "torch kernel times rc=$?"; cut -c1-300 "$OUT/torch_kernels.jsonl" ;;

@@ -1,4 +1,4 @@
-// attnprof_decode_bench: the flash backend's forward on one decode or ragged/paged shape, timed
+// attnprof_decode_bench: flash:fa2's forward on one decode or ragged/paged shape, timed
 // with CUDA events around each of many calls (median), reported in GB/s counting Q, K and V read
 // once and O written once (each sequence's own lengths). Inputs are a constant pattern (timing
 // only; tests/gpu/decode_test.cpp checks the numbers), the block table a shuffled permutation.
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
 
     require_devices();
     CUDA_CHECK(cudaSetDevice(0));
-    const std::unique_ptr<AttentionBackend> backend = find_backend("flash")->make();
+    const std::unique_ptr<AttentionBackend> backend = find_backend("flash:fa2")->make();
     if (auto why = backend->check_device(query_device_properties(0))) throw UsageError("cannot run here: " + *why);
     if (auto why = backend->check_problem(problem)) throw UsageError("cannot run this problem: " + *why);
 
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     const double median_ms = ms[ms.size() / 2];
     // Q, K, V read once, O written once: the sequences' own tokens, not the pages' slack.
     const double bytes = 2.0 * q_bytes + 2.0 * static_cast<double>(s.total_kv()) * s.kv_heads() * s.head_dim * bytes_per;
-    std::printf("flash %s %s page=%d kv=%s: median %.2f us  %.0f GB/s  (floor at 4.8 TB/s: %.2f us)\n",
+    std::printf("flash:fa2 %s %s page=%d kv=%s: median %.2f us  %.0f GB/s  (floor at 4.8 TB/s: %.2f us)\n",
                 to_string(problem.dtype).data(), shape_label(s).c_str(), s.page_size, ragged ? "ragged" : "uniform",
                 median_ms * 1e3, bytes / (median_ms * 1e-3) / 1e9, bytes / 4.8e12 * 1e6);
     return kExitOk;
