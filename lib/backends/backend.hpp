@@ -100,7 +100,7 @@ class AttentionBackend {
 };
 
 struct BackendInfo {
-  std::string name;         // "flash", "manual:in_place"
+  std::string name;         // "efficient", "flash:fa2", "manual:in_place"
   std::string description;  // one line for `attnprof backends`
   std::function<std::unique_ptr<AttentionBackend>()> make;
 };

@@ -289,7 +289,7 @@ Unsupported per_sequence_unsupported(const AttentionProblem& p, std::size_t vers
                                      : "a ragged batch";
   if (p.window.bounded())
     return fmt::format("a sliding window with {} is not wired for cudnn (only causal masks follow per-sequence "
-                       "lengths here); use flash",
+                       "lengths here); use flash:fa2",
                        what);
   if (s.paged()) {
     if (version < kPagedCacheMinVersion)
@@ -319,7 +319,7 @@ Unsupported per_sequence_unsupported(const AttentionProblem& p, std::size_t vers
       if (visible_keys(p, 0, q_len, kv_len).count() == 0 || visible_keys(p, q_len - 1, q_len, kv_len).count() == 0)
         return fmt::format(
             "sequence {} of {} ({} query rows, {} keys, {}) has query rows that see no key; cuDNN's fused attention "
-            "does not write them as zeros; use flash or efficient",
+            "does not write them as zeros; use flash:fa2 or efficient",
             b, what, q_len, kv_len, to_string(causal_mode(p)));
     }
   }

@@ -7,7 +7,7 @@
 // offsets (cumulative offsets of the packed q/o and k/v) and masks by that sequence's own
 // bounds. A paged K/V cache is not read: like PyTorch's, this kernel reads K/V contiguous.
 // Backward (bf16/fp16, head dims 64 and 128, dense): one fused kernel after one memset, as
-// xformers' cutlassB (PyTorch's efficient backward) is one kernel and a fill: flash's backward
+// xformers' cutlassB (PyTorch's efficient backward) is one kernel and a fill: flash:fa2's backward
 // kernel in its fused variant (kernels/flash_bwd): D = rowsum(dO O) computed in the kernel, dQ
 // added in fp32 and converted by the last key block to reach each tile of query rows.
 #include <algorithm>
@@ -70,7 +70,7 @@ class EfficientBackend final : public AttentionBackend {
     if (s.paged())
       return fmt::format("efficient reads K and V contiguous (dense or packed), like PyTorch's memory-efficient "
                          "kernel; a paged cache (page_size {}) needs its pages gathered first (math and manual do "
-                         "that; flash reads pages in place)",
+                         "that; flash:fa2 reads pages in place)",
                          s.page_size);
     if ((!s.seq_lens_q.empty() && static_cast<int>(s.seq_lens_q.size()) != s.batch) ||
         (!s.seq_lens_kv.empty() && static_cast<int>(s.seq_lens_kv.size()) != s.batch))

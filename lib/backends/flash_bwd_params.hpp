@@ -1,5 +1,5 @@
 // What the backward kernels (kernels/flash_bwd) refuse, and their parameters for one problem and
-// its buffers, shared by the two backends that run them: flash (three kernels) and efficient (the
+// its buffers, shared by the two backends that run them: flash:fa2 (three kernels) and efficient (the
 // fused one). The caller adds its workspace pointers to the parameters.
 #pragma once
 

@@ -156,8 +156,8 @@ std::string layout_label(const AttentionShape& shape);
 std::string mask_label(const AttentionProblem& problem);
 
 // The stable name of a case, used as the key in summary.json and by `attnprof check`:
-// "flash bf16 causal 2x16x4096x4096x128", "flash bf16 causal_br window[4096,0] 1x32/8x8192x8192x128",
-// "flash bf16 causal_br ragged(kv 1,17,4096) paged16 3x32/8x1x4096x128". A backward case says so
+// "flash:fa2 bf16 causal 2x16x4096x4096x128", "flash:hopper bf16 causal_br window[4096,0] 1x32/8x8192x8192x128",
+// "flash:fa2 bf16 causal_br ragged(kv 1,17,4096) paged16 3x32/8x1x4096x128". A backward case says so
 // after the backend: "cudnn backward bf16 causal 2x16x4096x4096x128" (forward names are unchanged).
 std::string case_label(std::string_view backend, const AttentionProblem& problem);
 
