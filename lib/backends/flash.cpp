@@ -77,7 +77,7 @@ void require_sequence_arrays(const AttentionShape& s, const int* seq_lens_q, con
   if ((!s.seq_lens_q.empty() && seq_lens_q == nullptr) || (!s.seq_lens_kv.empty() && seq_lens_kv == nullptr) ||
       (s.packed_q() && cu_seqlens_q == nullptr) || (s.packed_kv() && cu_seqlens_kv == nullptr) ||
       (s.paged() && block_table == nullptr))
-    throw std::invalid_argument("flash: the shape is ragged or paged but the buffers lack its sequence arrays");
+    throw std::invalid_argument("flash:fa2: the shape is ragged or paged but the buffers lack its sequence arrays");
 }
 
 // The sequence arrays a ragged or paged shape uses, into the prefill or decode kernel's params
@@ -156,11 +156,11 @@ class FlashBackend final : public AttentionBackend {
  public:
   Unsupported check_device(const DeviceProperties& device) const override {
     if (device.compute_major < 8)
-      return fmt::format("flash needs compute capability 8.0 or newer (bf16 mma.sync, cp.async, ldmatrix); {} is {}.{}",
+      return fmt::format("flash:fa2 needs compute capability 8.0 or newer (bf16 mma.sync, cp.async, ldmatrix); {} is {}.{}",
                          device.name, device.compute_major, device.compute_minor);
     const int needed = kernels::flash_smem_bytes(128);
     if (device.shared_mem_per_block_optin > 0 && device.shared_mem_per_block_optin < needed)
-      return fmt::format("flash needs {} bytes of shared memory per block; {} allows {}", needed, device.name,
+      return fmt::format("flash:fa2 needs {} bytes of shared memory per block; {} allows {}", needed, device.name,
                          device.shared_mem_per_block_optin);
     return std::nullopt;
   }
@@ -170,7 +170,7 @@ class FlashBackend final : public AttentionBackend {
     if (Unsupported why = fused_forward_unsupported("flash:fa2", problem)) return why;
     if (s.paged() && s.page_size % kernels::kDecodeBlockKeys != 0) {
       if (is_decode(problem))
-        return fmt::format("flash decode reads K/V in tiles of {} keys that must not cross a page: page_size must "
+        return fmt::format("flash:fa2 decode reads K/V in tiles of {} keys that must not cross a page: page_size must "
                            "be a multiple of {} (got {})",
                            kernels::kDecodeBlockKeys, kernels::kDecodeBlockKeys, s.page_size);
     }
@@ -184,7 +184,7 @@ class FlashBackend final : public AttentionBackend {
   void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
     const AttentionShape& s = problem.shape;
     if (!backward_problem_ || !(*backward_problem_ == problem))
-      throw std::logic_error("flash: run_backward() of a problem before prepare() of that problem");
+      throw std::logic_error("flash:fa2: run_backward() of a problem before prepare() of that problem");
     kernels::FlashBwdParams params = flash_bwd_params(problem, buffers);
     params.dq_accum = backward_workspace_.as<float>();
     params.d_sum = params.dq_accum + static_cast<long long>(s.batch) * s.heads * s.seq_q * s.head_dim;
@@ -269,7 +269,7 @@ class FlashBackend final : public AttentionBackend {
 
   void run_decode(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) {
     if (!decode_problem_ || !(*decode_problem_ == problem))
-      throw std::logic_error("flash: run() of a decode problem before prepare() of that problem");
+      throw std::logic_error("flash:fa2: run() of a decode problem before prepare() of that problem");
     const AttentionShape& s = problem.shape;
     kernels::DecodeParams params;
     params.q = buffers.q;

@@ -2,6 +2,8 @@
 # Device calls for issue 21 (flash:hopper). Usage (on the device, after tests/gpu/unpack_build.sh):
 #   h200_issue21.sh tests    flash:hopper against the float64 reference (every case of
 #                            gpu_backend_correctness_test that names it)
+#   h200_issue21.sh sanitize compute-sanitizer memcheck, racecheck and synccheck on flash:hopper
+#                            cases (odd lengths, seq_q != seq_kv, both dtypes and head dims)
 #   h200_issue21.sh ladder   configs/perf_h200.json: flash:hopper, flash:fa2 and cudnn, then
 #                            PyTorch's flash and cudnn, all in this one call
 # (tests/gpu/ab_hopper.sh times two builds of flash:hopper against each other.)
@@ -27,6 +29,17 @@ case "${1:-tests}" in
     echo "rc=$?"
     grep -E "^\[  (PASSED|FAILED) *\]|^\[  FAILED  \]" "$OUT/correct.log" | head -12
     echo "ran: $(grep -c 'flash:hopper.*rel.err' "$OUT/correct.log") flash:hopper cases checked"
+    ;;
+  sanitize)
+    CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+    F='AllBackends/*flash_hopper_bf16_*_2x2x129x257x128*:AllBackends/*flash_hopper_fp16_*_1x2x17x1000x64*'
+    F="$F:Workloads/*flash_hopper_bf16_causal_bottom_right_1x8_2x255x33x128*"
+    for tool in memcheck racecheck synccheck; do
+      echo "=== $tool ($(date +%T))"
+      timeout 150 "$CS" --tool $tool --print-limit 6 "$B/tests/gpu_backend_correctness_test" --gtest_filter="$F" \
+        > "$OUT/$tool.log" 2>&1
+      echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|PASSED|FAILED|tests? from .* ran" "$OUT/$tool.log" | head -8
+    done
     ;;
   ladder)
     echo "=== flash:hopper, flash:fa2 and cudnn ($(date +%T))"
