@@ -166,15 +166,19 @@ __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t ba
                                         const WorkTile& w, Progress& progress) {
   const int bh_q = w.batch * p.heads + w.head;
   const int bh_kv = w.batch * p.heads_kv + w.head / p.group_size;
+  // Key tile n of K or V into ring slot s, once the consumers have emptied it.
+  auto load_tile = [&](int offset, const CUtensorMap* map, uint32_t empty, uint32_t full, int s, uint32_t phase, int n) {
+    mbarrier_wait(empty, phase ^ 1);
+    mbarrier_arrive_expect_tx(full, Traits::kTileBytes);
+#pragma unroll
+    for (int a = 0; a < Traits::kAtoms; ++a)
+      tma_load_3d(base + offset + s * Traits::kTileBytes + a * Traits::kAtomBytesKV, map, full, 64 * a,
+                  n * Traits::kBlockN, bh_kv);
+  };
   for (int n = w.keys.begin; n < w.keys.end; ++n, ++progress.ring) {
     const int s = progress.ring % Traits::kStages;
     const uint32_t phase = (progress.ring / Traits::kStages) & 1;
-    mbarrier_wait(bars.empty_k(s), phase ^ 1);
-    mbarrier_arrive_expect_tx(bars.full_k(s), Traits::kTileBytes);
-#pragma unroll
-    for (int a = 0; a < Traits::kAtoms; ++a)
-      tma_load_3d(base + Traits::kOffK + s * Traits::kTileBytes + a * Traits::kAtomBytesKV, &p.k_map, bars.full_k(s),
-                  64 * a, n * Traits::kBlockN, bh_kv);
+    load_tile(Traits::kOffK, &p.k_map, bars.empty_k(s), bars.full_k(s), s, phase, n);
     if (n == w.keys.begin) {
       // Q after the first K tile, whose slot is usually free earlier: the Q slot is free once both
       // consumers have finished the last S of the previous work tile.
@@ -186,12 +190,7 @@ __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t ba
                     bh_q);
       ++progress.q_round;
     }
-    mbarrier_wait(bars.empty_v(s), phase ^ 1);
-    mbarrier_arrive_expect_tx(bars.full_v(s), Traits::kTileBytes);
-#pragma unroll
-    for (int a = 0; a < Traits::kAtoms; ++a)
-      tma_load_3d(base + Traits::kOffV + s * Traits::kTileBytes + a * Traits::kAtomBytesKV, &p.v_map, bars.full_v(s),
-                  64 * a, n * Traits::kBlockN, bh_kv);
+    load_tile(Traits::kOffV, &p.v_map, bars.empty_v(s), bars.full_v(s), s, phase, n);
   }
 }
 
