@@ -1,6 +1,7 @@
 // Picks the instantiation of the Hopper forward for a problem and builds its TMA descriptors
 // (host code only; the kernels compile in flash_hopper_fwd_<dtype>_d<dim>.cu).
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,6 +28,19 @@ decltype(auto) with_instance(DType dtype, int head_dim, F&& f) {
 
 using Traits128 = hopper::HopperTraits<__nv_bfloat16, 128>;
 
+// A driver entry point through the runtime (no link to libcuda: the CPU-only programs that link
+// the kernels library must load without a driver).
+template <typename Function>
+Function driver_function(const char* symbol, unsigned version) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &function, version, cudaEnableDefault, &found);
+  if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || function == nullptr)
+    throw std::runtime_error(std::string("flash:hopper: cudaGetDriverEntryPointByVersion(") + symbol + ") failed: " +
+                             (status != cudaSuccess ? cudaGetErrorString(status) : "the driver lacks the symbol"));
+  return reinterpret_cast<Function>(function);
+}
+
 // A [rows_outer][rows][head_dim] tensor as 3-D TMA boxes of 64 columns x box_rows rows x 1,
 // 128-byte swizzled (the layout the kernel's wgmma descriptors read); rows past `rows` arrive
 // as zeros.
@@ -39,13 +53,16 @@ CUtensorMap encode(const char* tensor, const void* data, DType dtype, int head_d
                                  static_cast<cuuint64_t>(head_dim) * 2 * static_cast<cuuint64_t>(rows)};
   const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUresult status = cuTensorMapEncodeTiled(
+  static const auto encode_tiled =
+      driver_function<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
+  const CUresult status = encode_tiled(
       &map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
       const_cast<void*>(data), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (status != CUDA_SUCCESS) {
     const char* name = nullptr;
-    if (cuGetErrorName(status, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown CUresult";
+    static const auto error_name = driver_function<PFN_cuGetErrorName_v6000>("cuGetErrorName", 6000);
+    if (error_name(status, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown CUresult";
     throw std::runtime_error(std::string("flash:hopper: cuTensorMapEncodeTiled(") + tensor + ") failed: " + name +
                              " (" + std::to_string(static_cast<int>(status)) + ")");
   }
