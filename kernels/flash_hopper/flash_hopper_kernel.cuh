@@ -1,18 +1,20 @@
 // The Hopper-native forward kernel (sm_90a), generic over HopperTraits.
 //
-// One block of three warpgroups per (query tile of 128 rows, head, batch):
-//   warpgroup 0, the producer: gives registers back (setmaxnreg.dec); one thread loads the Q
-//     tile once and streams K and V tiles of 128 keys with TMA into a kStages-deep ring of
+// One persistent block of three warpgroups per SM, walking work tiles (128 query rows of one
+// head and batch; see persistent_tile and work_tile):
+//   warpgroup 0, the producer: gives registers back (setmaxnreg.dec); one thread loads each Q
+//     tile once and streams K and V tiles of kBlockN keys with TMA into a kStages-deep ring of
 //     128-byte-swizzled shared-memory slots, each slot guarded by a "full" mbarrier (TMA bytes
 //     landed) and an "empty" one (every consumer warp is done reading it).
 //   warpgroups 1 and 2, the consumers: take registers (setmaxnreg.inc), 64 query rows each.
-//     Per key tile:  S = Q K^T     wgmma m64n128k16, Q and K from shared-memory descriptors
+//     Per key tile:  S = Q K^T     wgmma m64n{128,176}k16, Q and K from shared-memory descriptors
 //                    mask          only on tiles that hold a tail key or cross a band edge
 //                    online softmax in registers (exp2 domain, quad shuffles for the row max)
 //                    O += P V      wgmma m64nDk16, P from registers (the accumulator layout of
 //                                  S is the A-fragment layout), V as stored (MN-major, B
 //                                  transposed by the instruction)
-// The score matrix never leaves registers; O is normalised once at the end and written
+// S of tile n is issued with PV of tile n - 1 (the softmax runs under that PV), and the two
+// consumers take turns issuing their GEMMs (ping-pong). The score matrix never leaves registers; O is normalised once at the end and written
 // straight from registers. Query head h reads K/V head h / group_size; a row that sees no key
 // writes zeros and a logsumexp of -inf (as flash:fa2).
 #pragma once
