@@ -89,10 +89,6 @@ bool flash_hopper_compiled() {
          attributes.binaryVersion >= 90;
 }
 
-bool flash_hopper_has_kernel(DType dtype, int head_dim) {
-  return (dtype == DType::bf16 || dtype == DType::fp16) && (head_dim == 64 || head_dim == 128);
-}
-
 int flash_hopper_smem_bytes(int head_dim) {
   return head_dim == 64 ? hopper::HopperTraits<__nv_bfloat16, 64>::kSmemBytes
                         : std::max(Traits128::kSmemBytes, hopper::HopperTraits<__nv_bfloat16, 128, 176>::kSmemBytes);

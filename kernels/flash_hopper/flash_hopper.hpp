@@ -13,9 +13,6 @@ namespace attnprof::kernels {
 // False when this build has no sm_90a code for the kernel (it is compiled for sm_90a only).
 bool flash_hopper_compiled();
 
-// The instantiations that exist: bf16 and fp16, head dims 64 and 128.
-bool flash_hopper_has_kernel(DType dtype, int head_dim);
-
 // Dynamic shared memory one block needs for this head dim (bytes).
 int flash_hopper_smem_bytes(int head_dim);
 

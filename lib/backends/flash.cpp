@@ -132,6 +132,15 @@ Unsupported fused_forward_unsupported(const char* backend, const AttentionProble
   return std::nullopt;
 }
 
+// A device whose blocks cannot have the `needed` bytes of shared memory (an unknown opt-in
+// limit, 0, is not held against it).
+Unsupported shared_memory_unsupported(const char* backend, const DeviceProperties& device, int needed) {
+  if (device.shared_mem_per_block_optin > 0 && device.shared_mem_per_block_optin < needed)
+    return fmt::format("{} needs {} bytes of shared memory per block; {} allows {}", backend, needed, device.name,
+                       device.shared_mem_per_block_optin);
+  return std::nullopt;
+}
+
 // The dense fields of the forward kernels' parameters (both variants).
 kernels::FlashParams dense_flash_params(const AttentionProblem& problem, const AttentionBuffers& buffers) {
   kernels::FlashParams params;
@@ -158,11 +167,7 @@ class FlashBackend final : public AttentionBackend {
     if (device.compute_major < 8)
       return fmt::format("flash:fa2 needs compute capability 8.0 or newer (bf16 mma.sync, cp.async, ldmatrix); {} is {}.{}",
                          device.name, device.compute_major, device.compute_minor);
-    const int needed = kernels::flash_smem_bytes(128);
-    if (device.shared_mem_per_block_optin > 0 && device.shared_mem_per_block_optin < needed)
-      return fmt::format("flash:fa2 needs {} bytes of shared memory per block; {} allows {}", needed, device.name,
-                         device.shared_mem_per_block_optin);
-    return std::nullopt;
+    return shared_memory_unsupported("flash:fa2", device, kernels::flash_smem_bytes(128));
   }
 
   Unsupported check_problem(const AttentionProblem& problem) const override {
@@ -320,11 +325,7 @@ class FlashHopperBackend final : public AttentionBackend {
                          device.name, device.compute_major, device.compute_minor);
     if (!kernels::flash_hopper_compiled())
       return std::string("this build has no sm_90a code for flash:hopper's kernel");
-    const int needed = kernels::flash_hopper_smem_bytes(128);
-    if (device.shared_mem_per_block_optin > 0 && device.shared_mem_per_block_optin < needed)
-      return fmt::format("flash:hopper needs {} bytes of shared memory per block; {} allows {}", needed, device.name,
-                         device.shared_mem_per_block_optin);
-    return std::nullopt;
+    return shared_memory_unsupported("flash:hopper", device, kernels::flash_hopper_smem_bytes(128));
   }
 
   Unsupported check_problem(const AttentionProblem& problem) const override {
