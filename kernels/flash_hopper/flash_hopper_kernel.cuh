@@ -14,8 +14,10 @@
 //                                  S is the A-fragment layout), V as stored (MN-major, B
 //                                  transposed by the instruction)
 // S of tile n is issued with PV of tile n - 1 (the softmax runs under that PV), and the two
-// consumers take turns issuing their GEMMs (ping-pong). The score matrix never leaves registers; O is normalised once at the end and written
-// straight from registers. Query head h reads K/V head h / group_size; a row that sees no key
+// consumers take turns issuing their GEMMs (ping-pong; the turns run on from one work tile to the
+// next, so neither waits for the other's epilogue). The last PV of a tile stops at the last key
+// the warpgroup sees. The score matrix never leaves registers; O is normalised once at the end
+// and written straight from registers. Query head h reads K/V head h / group_size; a row that sees no key
 // writes zeros and a logsumexp of -inf (as flash:fa2).
 #pragma once
 
@@ -156,7 +158,7 @@ __device__ __forceinline__ int persistent_tile(int k, int block, int blocks, int
 
 // Where the producer and the consumers are in their shared sequences: `ring` counts the key
 // tiles through the K/V slots so far, `q_round` the Q tiles loaded (both continue across the
-// work tiles of a persistent block).
+// work tiles of a persistent block; work tiles without keys load no Q).
 struct Progress {
   int ring = 0;
   int q_round = 0;
@@ -218,10 +220,12 @@ struct ConsumerSteps {
     }
   }
 
-  // O += P V, issued.
-  __device__ static void issue_pv(float (&o)[kOAcc], const uint32_t (&pa)[kPSteps][4], uint32_t v_base) {
+  // O += P V over the first `steps` k16 steps of keys (all by default), issued.
+  __device__ static void issue_pv(float (&o)[kOAcc], const uint32_t (&pa)[kPSteps][4], uint32_t v_base,
+                                  int steps = kPSteps) {
 #pragma unroll
     for (int kk = 0; kk < kPSteps; ++kk) {
+      if (kk >= steps) break;
       const uint64_t desc_v = smem_descriptor(v_base + kk * 16 * 128, Traits::kAtomBytesKV, 1024);
       if constexpr (kHeadDim == 128)
         Wgmma<Element>::rs_m64n128k16(o, pa[kk], desc_v, 1);
@@ -312,6 +316,7 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
   // This thread's two rows (h = 0, 1: +8) and its first key column within a tile.
   const int row0 = w.m_block * Traits::kBlockM + consumer * Traits::kWarpgroupRows + warp * 16 + lane / 4;
   const int col0 = 2 * (lane % 4);
+  const int wg_last_row = min(w.m_block * Traits::kBlockM + (consumer + 1) * Traits::kWarpgroupRows, p.seq_q) - 1;
   auto slot = [](int i) { return i % Traits::kStages; };
   auto k_slot = [&](int i) { return base + Traits::kOffK + slot(i) * Traits::kTileBytes; };
   auto v_slot = [&](int i) { return base + Traits::kOffV + slot(i) * Traits::kTileBytes; };
@@ -334,7 +339,6 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     uint32_t pa[Steps::kPSteps][4];
     mbarrier_wait(bars.full_q(), progress.q_round & 1);
     ++progress.q_round;
-    if (consumer == 1) pass_turn(consumer);  // consumer 0 goes first
     // Key tile 0: S alone.
     int i = progress.ring;
     wait_turn(consumer);
@@ -379,9 +383,12 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     wait_turn(consumer);
     mbarrier_wait(bars.full_v(slot(i - 1)), phase(i - 1));
     wgmma_fence();
-    Steps::issue_pv(o, pa, v_slot(i - 1));
+    // Only the k16 steps up to the warpgroup's last visible key (none when it lies before this
+    // tile): past it P is 0 (the tail of seq_kv, the upper warpgroup on the causal diagonal).
+    const int last_steps = (p.mask.last_key(wg_last_row, p.seq_kv) - (tiles.end - 1) * Traits::kBlockN) / 16 + 1;
+    Steps::issue_pv(o, pa, v_slot(i - 1), last_steps);
     wgmma_commit();
-    if (consumer == 0) pass_turn(consumer);  // consumer 1's last turn of the tile needs no successor
+    pass_turn(consumer);  // turns run on across work tiles: each consumer takes tiles + 1 per tile
     wgmma_wait<0>();
     fence_registers(o);
     release(bars.empty_v(slot(i - 1)));
@@ -438,7 +445,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
   __syncthreads();
 
   Progress progress;
-  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  // Broadcast from lane 0 so that the compiler sees it warp-uniform (the last PV branches on it).
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   if (warpgroup == 0) {
     release_registers<Traits::kProducerRegisters>();
     if (threadIdx.x == 0) {
@@ -453,8 +461,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
     return;
   }
   claim_registers<Traits::kConsumerRegisters>();
+  // Consumer 0 takes the first turn; consumer 1's pass after its last turn is taken up at the end.
+  if (warpgroup == 2) pass_turn(1);
   for (int k = 0, t = tile_at(0); t >= 0; t = tile_at(++k))
     consume<Traits>(p, base, bars, work_tile<Traits>(p, t, m_blocks), progress, warpgroup - 1);
+  if (warpgroup == 1) wait_turn(0);
 #endif
 }
 

@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# A/B of two attnprof binaries on flash:hopper in one device call (the machine drifts between
-# calls): carry/attnprof_a.xz (the previous version) against build/app/attnprof, two rounds
-# each, interleaved, then our cudnn once. Usage (device, after tests/gpu/unpack_build.sh):
+# A/B of attnprof binaries on flash:hopper in one device call (the machine drifts between calls):
+# carry/attnprof_a.xz (the previous version) against build/app/attnprof (b), and
+# carry/attnprof_c.xz (c) when present, two rounds each, interleaved, with our cudnn in every
+# round. One line per run: the median kernel time (us) of each case of the config, in its order.
+# Usage (device, after tests/gpu/unpack_build.sh):
 #   tests/gpu/ab_hopper.sh [config]
 set -uo pipefail
 OUT=${OUT:-/tmp/attnprof-ab}
 CONFIG=${1:-configs/perf_h200.json}
 mkdir -p "$OUT"
 xz -dc carry/attnprof_a.xz > "$OUT/attnprof_a" && chmod +x "$OUT/attnprof_a"
-table() {
-  python3 - "$1" "$2" <<'PY'
+[ -f carry/attnprof_c.xz ] && xz -dc carry/attnprof_c.xz > "$OUT/attnprof_c" && chmod +x "$OUT/attnprof_c"
+run() {  # name binary backend
+  timeout 150 "$2" run --config "$CONFIG" --backends "$3" --out "$OUT/$1" --quiet > "$OUT/$1.txt" 2>&1 || echo "$1: exit $?"
+  python3 - "$OUT/$1/summary.json" "$1" <<'PY'
 import json, sys
-for c in json.load(open(sys.argv[1]))["cases"]:
-    t = c.get("timing", {}).get("median_us", 0)
-    f = c.get("roofline", {}).get("flops", 0)
-    print(f'{sys.argv[2]:>6} {c["label"]:<52} {c["status"]:<7} {t:9.1f} us {f / max(t, 1e-9) / 1e6:7.1f} TFLOP/s')
+cases = json.load(open(sys.argv[1]))["cases"]
+print(f"{sys.argv[2]:<8}", " ".join(f'{c.get("timing", {}).get("median_us", 0):8.1f}' for c in cases))
 PY
 }
+python3 - "$CONFIG" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+print("cases:", ", ".join(f'{s["batch"]}x{s["heads"]}x{s["seq_q"]}x{s["seq_kv"]}x{s["head_dim"]} {m}'
+                          for s in c["shapes"] for m in ("nc" if not x else "c" for x in c.get("causal", [False]))))
+PY
 for round in 1 2; do
-  for v in a b; do
-    bin=build/app/attnprof; [ "$v" = a ] && bin="$OUT/attnprof_a"
-    timeout 120 "$bin" run --config "$CONFIG" --backends flash:hopper --out "$OUT/$v$round" --quiet > "$OUT/$v$round.txt" 2>&1
-    echo "$v$round rc=$?"; table "$OUT/$v$round/summary.json" "$v$round"
-  done
+  run "a$round" "$OUT/attnprof_a" flash:hopper
+  run "b$round" build/app/attnprof flash:hopper
+  [ -x "$OUT/attnprof_c" ] && run "c$round" "$OUT/attnprof_c" flash:hopper
+  run "cudnn$round" build/app/attnprof cudnn
 done
-timeout 120 build/app/attnprof run --config "$CONFIG" --backends cudnn --out "$OUT/cudnn" --quiet > "$OUT/cudnn.txt" 2>&1
-echo "cudnn rc=$?"; table "$OUT/cudnn/summary.json" cudnn
