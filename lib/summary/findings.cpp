@@ -77,9 +77,18 @@ void mask_findings(CaseSummary& c) {
                         {{"kernels", kernels}}});
 }
 
+// flash:hopper's kernel in the launch register_budget.hpp describes: it re-splits its registers
+// between warpgroups with setmaxnreg after launch, so CUPTI's count is not what its warps run with.
+bool reallocates_registers(const KernelSummary& k) {
+  return shorten_name(k.name) == kernels::hopper::kHopperKernelName &&
+         k.block[0] * k.block[1] * k.block[2] == kernels::hopper::kHopperThreads;
+}
+
 void occupancy_findings(CaseSummary& c) {
   const KernelSummary* k = c.dominant_kernel();
   if (k == nullptr || !k->occupancy_valid || k->theoretical_occupancy_percent >= 25.0) return;
+  // register_reallocation gives this kernel's occupancy with the count it comes from.
+  if (reallocates_registers(*k)) return;
   const bool fused = c.kernels.size() == 1 && c.memcpy_per_iter == 0;
   const bool register_limited = contains(k->occupancy_limiter, "registers");
   std::string why;
@@ -99,16 +108,13 @@ void occupancy_findings(CaseSummary& c) {
                          {"limiter", k->occupancy_limiter}}});
 }
 
-// flash:hopper's kernel re-splits its registers between warpgroups with setmaxnreg after launch;
-// CUPTI records only the launch's count, which is what the occupancy is computed from.
+// CUPTI records only the launch's register count, which is what the occupancy is computed from;
+// said for the kernel that re-splits its registers (instead of low_occupancy's reading).
 void register_reallocation_findings(CaseSummary& c) {
   namespace hopper = kernels::hopper;
-  const auto k = std::find_if(c.kernels.begin(), c.kernels.end(), [](const KernelSummary& kernel) {
-    return shorten_name(kernel.name) == hopper::kHopperKernelName;
-  });
+  const auto k = std::find_if(c.kernels.begin(), c.kernels.end(), reallocates_registers);
   if (k == c.kernels.end()) return;
   const int threads = k->block[0] * k->block[1] * k->block[2];
-  if (threads != hopper::kHopperThreads) return;  // not the launch register_budget.hpp describes
   const int consumer_threads = hopper::kConsumerWarpgroups * hopper::kWarpgroupThreads;
   const int launch_per_block = k->registers_per_thread * threads;
   const int split_per_block =

@@ -256,6 +256,10 @@ TEST(Findings, HopperKernelsRegisterSplitIsSaidBesideTheLaunchCount) {
   EXPECT_EQ(e.at("active_blocks_per_sm"), 1);
   EXPECT_EQ(e.at("limiter"), k.occupancy_limiter);
   EXPECT_EQ(e.at("theoretical_occupancy_percent"), k.theoretical_occupancy_percent);
+  // Its occupancy is said once, here, not also by the generic low-occupancy reading (which would
+  // call the launch count's limit the kernel's).
+  ASSERT_LT(k.theoretical_occupancy_percent, 25.0);
+  EXPECT_EQ(finding_of(c, "low_occupancy"), nullptr);
 }
 
 TEST(Findings, NoRegisterReallocationForTheFa2Kernel) {
@@ -270,6 +274,7 @@ TEST(Findings, NoRegisterReallocationForABlockTheHeaderDoesNotDescribe) {
   ASSERT_FALSE(c.kernels.empty());
   EXPECT_EQ(shorten_name(c.kernels[0].name), kernels::hopper::kHopperKernelName);
   EXPECT_EQ(finding_of(c, "register_reallocation"), nullptr);
+  EXPECT_NE(finding_of(c, "low_occupancy"), nullptr);
 }
 
 TEST(Findings, ConversionDirectionFromKernelNames) {
