@@ -10,6 +10,7 @@ OUT=${OUT:-/tmp/attnprof-ab}
 CONFIG=${1:-configs/perf_h200.json}
 mkdir -p "$OUT"
 xz -dc carry/attnprof_a.xz > "$OUT/attnprof_a" && chmod +x "$OUT/attnprof_a"
+rm -f "$OUT/attnprof_c"
 [ -f carry/attnprof_c.xz ] && xz -dc carry/attnprof_c.xz > "$OUT/attnprof_c" && chmod +x "$OUT/attnprof_c"
 run() {  # name binary backend
   timeout 150 "$2" run --config "$CONFIG" --backends "$3" --out "$OUT/$1" --quiet > "$OUT/$1.txt" 2>&1 || echo "$1: exit $?"
