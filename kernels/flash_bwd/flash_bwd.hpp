@@ -1,6 +1,6 @@
 // Host launchers of flash's backward pass, FlashAttention-2 style: three kernels per call.
-//   flash_bwd_dot_do_o_kernel    D = rowsum(dO * O) per query row (fp32), and the fp32 dQ
-//                                accumulator of that row zeroed
+//   flash_bwd_dot_do_o_kernel    D = rowsum(dO * O) per query row (fp32), the row's lse in log2
+//                                units, and the fp32 dQ accumulator of that row zeroed
 //   flash_bwd_dq_dk_dv_kernel    one block per (128 keys, K/V head, sequence): K and V stay in
 //                                shared memory while the block walks the query rows that see
 //                                them (every query head of the K/V head's group), recomputing
@@ -52,6 +52,8 @@ struct FlashBwdParams {
   void* dv = nullptr;
   float* dq_accum = nullptr;  // [batch, heads, seq_q, head_dim] fp32 workspace
   float* d_sum = nullptr;     // [batch, heads, seq_q] fp32 workspace: rowsum(dO * O) (not fused)
+  float* lse_log2 = nullptr;  // [batch, heads, seq_q] fp32 workspace: lse * log2 e, +inf for a row
+                              // without keys (not fused; written with d_sum)
   int* dq_arrivals = nullptr;             // fused: [batch, heads, row tiles], zero before the call
   const int* dq_tile_arrivals = nullptr;  // fused: [row tiles] key blocks that add into each tile
   int batch = 0;
@@ -66,10 +68,10 @@ struct FlashBwdParams {
 
 bool flash_bwd_has_kernel(DType dtype, int head_dim);
 
-// Floats of workspace one problem needs: dq_accum, then d_sum.
+// Floats of workspace one problem needs: dq_accum, then d_sum, then lse_log2.
 inline long long flash_bwd_workspace_floats(const AttentionShape& s) {
   const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
-  return rows * (s.head_dim + 1);
+  return rows * (s.head_dim + 2);
 }
 
 // Raises the main kernel's dynamic shared-memory limit (once per instantiation and variant).

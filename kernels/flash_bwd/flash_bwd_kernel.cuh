@@ -2,12 +2,13 @@
 //
 // Main kernel, one block of 8 warps per (128 keys, K/V head, sequence). K and V of the block's
 // keys are loaded once; the block then walks tiles of 64 query rows (of every query head of the
-// group, only those whose band reaches the keys), Q and dO double-buffered with cp.async. Each
-// step has three phases, each with its own arrangement of the 8 warps over the tile, so that a
-// warp reads only the rows and columns of its part (FlashAttention-2's layout):
+// group, only those whose band reaches the keys), Q and dO double-buffered with cp.async (with
+// the rows' lse and D as the pre-pass left them). Each step has three phases, each with its own
+// arrangement of the 8 warps over the tile, so that a warp reads only the rows and columns of its
+// part (FlashAttention-2's layout):
 //   1. S = Q K^T and dP = dO V^T, warps 2 (query rows) x 4 (keys), 32 x 32 each; then
 //      P = exp2(S * scale * log2 e - lse * log2 e) (masked elements 0) and dS = P (dP - D) * scale,
-//      both to shared memory as [query][key]
+//      both to shared memory as [query][key]; a tile that every row sees whole skips the mask
 //   2. dV += P^T dO and dK += dS^T Q, warps 4 (keys) x 2 (halves of the head dim): P^T and dS^T
 //      by ldmatrix.trans of P and dS; dK and dV stay in registers for the whole walk
 //   3. dQ = dS K, warps 2 (query rows) x 4 (quarters of the head dim), added to the fp32
@@ -23,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/mask_bounds.hpp"
 #include "flash/flash_fwd_kernel.cuh"  // the PTX wrappers (cp.async, ldmatrix, mma.sync, ex2)
@@ -68,6 +70,7 @@ struct FlashBwdTraits {
   static constexpr int kDsum = kLse + 2 * kBlockM * 4;
   static constexpr int kSmemBytes = kDsum + 2 * kBlockM * 4;
   static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles over the head dim
+  static_assert(2 * kBlockM <= kThreads, "a step's lse and D rows take one thread each");
   static_assert(kHeadDim % 64 == 0 && kBlockN == 128 && kBlockM == 64 && kWarps == 8,
                 "the phases' warp layouts: 2 x 4 over 64 rows x 128 keys, 4 x 2 over 128 keys x the head dim, "
                 "2 x 4 over 64 rows x the head dim");
@@ -81,10 +84,14 @@ __device__ __forceinline__ uint32_t swizzled(uint32_t tile, int row, int chunk) 
 
 // Rows [row0, row0 + rows) of a [.., seq, head_dim] tensor (rows past `valid` zero-filled) into a
 // swizzled tile; every thread of the block takes its share of the 16-byte chunks.
-template <typename Traits>
-__device__ __forceinline__ void copy_rows(uint32_t tile, const typename Traits::Element* base, int rows, int valid,
-                                          int tid) {
-  for (int index = tid; index < rows * Traits::kChunksPerRow; index += Traits::kThreads) {
+template <typename Traits, int kRows>
+__device__ __forceinline__ void copy_rows(uint32_t tile, const typename Traits::Element* base, int valid, int tid) {
+  static_assert(kRows * Traits::kChunksPerRow % Traits::kThreads == 0, "whole passes of the block");
+  // Straight-line, a compile-time count of passes: the runtime loop's trip-count code showed in
+  // Nsight Compute's stall samples.
+#pragma unroll
+  for (int pass = 0; pass < kRows * Traits::kChunksPerRow / Traits::kThreads; ++pass) {
+    const int index = pass * Traits::kThreads + tid;
     const int row = index / Traits::kChunksPerRow;
     const int chunk = index % Traits::kChunksPerRow;
     const bool ok = row < valid;
@@ -134,40 +141,62 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
       for (int e = 0; e < 4; ++e) dk[mt][dt][e] = dv[mt][dt][e] = 0.f;
 
   // K and V once; then step 0's Q, dO, lse and D.
-  copy_rows<Traits>(base + Traits::kK, static_cast<const Element*>(p.k) + kv_offset, kBlockN, keys_here, tid);
-  copy_rows<Traits>(base + Traits::kV, static_cast<const Element*>(p.v) + kv_offset, kBlockN, keys_here, tid);
+  copy_rows<Traits, kBlockN>(base + Traits::kK, static_cast<const Element*>(p.k) + kv_offset, keys_here, tid);
+  copy_rows<Traits, kBlockN>(base + Traits::kV, static_cast<const Element*>(p.v) + kv_offset, keys_here, tid);
   float* lse_s = reinterpret_cast<float*>(smem + Traits::kLse);
   float* dsum_s = reinterpret_cast<float*>(smem + Traits::kDsum);
-  auto load_step = [&](int step, int stage) {
-    const int h = kv_head * p.group_size + step / tiles_per_head;
-    const int row0 = (tile0 + step % tiles_per_head) * kBlockM;
+  // A step's query head and row tile: step = head_in_group * tiles_per_head + tile (counters
+  // stepped along with the walk, not divided out).
+  auto load_step = [&](int head_in_group, int tile, int stage) {
+    const int h = kv_head * p.group_size + head_in_group;
+    const int row0 = (tile0 + tile) * kBlockM;
     const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q + row0;
     const int valid = min(kBlockM, p.seq_q - row0);
-    copy_rows<Traits>(base + Traits::kQ + stage * Traits::kQTileBytes,
-                      static_cast<const Element*>(p.q) + row_base * kHeadDim, kBlockM, valid, tid);
-    copy_rows<Traits>(base + Traits::kDO + stage * Traits::kQTileBytes,
-                      static_cast<const Element*>(p.d_o) + row_base * kHeadDim, kBlockM, valid, tid);
+    copy_rows<Traits, kBlockM>(base + Traits::kQ + stage * Traits::kQTileBytes,
+                               static_cast<const Element*>(p.q) + row_base * kHeadDim, valid, tid);
+    copy_rows<Traits, kBlockM>(base + Traits::kDO + stage * Traits::kQTileBytes,
+                               static_cast<const Element*>(p.d_o) + row_base * kHeadDim, valid, tid);
     if constexpr (Traits::kFused)
-      copy_rows<Traits>(base + Traits::kO + stage * Traits::kQTileBytes,
-                        static_cast<const Element*>(p.o) + row_base * kHeadDim, kBlockM, valid, tid);
-    // lse in log2 units, +inf for rows past seq_q and rows that saw no key (P = exp2(-inf) = 0),
-    // and D (fused: computed from the O tile instead). Plain loads: moving them onto 4-byte
-    // cp.async measured 11% slower (docs/perf/NOTES.md).
-    for (int i = tid; i < kBlockM; i += Traits::kThreads) {
-      const float lse = i < valid ? p.lse[row_base + i] : -INFINITY;
-      lse_s[stage * kBlockM + i] = lse == -INFINITY ? INFINITY : lse * kLog2e;
-      if constexpr (!Traits::kFused) dsum_s[stage * kBlockM + i] = i < valid ? p.d_sum[row_base + i] : 0.f;
+      copy_rows<Traits, kBlockM>(base + Traits::kO + stage * Traits::kQTileBytes,
+                                 static_cast<const Element*>(p.o) + row_base * kHeadDim, valid, tid);
+    if constexpr (Traits::kFused) {
+      // lse in log2 units, +inf for rows past seq_q and rows that saw no key (P = exp2(-inf) =
+      // 0); D is computed from the O tile.
+      if (const int i = tid; i < kBlockM) {
+        const float lse = i < valid ? p.lse[row_base + i] : -INFINITY;
+        lse_s[stage * kBlockM + i] = lse == -INFINITY ? INFINITY : lse * kLog2e;
+      }
+    } else {
+      // lse (log2 units, +inf for a row without keys) and D as the pre-pass left them, copied
+      // with the step's tiles: no thread waits on a global load before the step's barrier. Rows
+      // past seq_q get 0 for both; their Q and dO rows are zero, so P is finite and dS 0 there,
+      // and the element mask zeroes them anyway.
+      if (const int i = tid; i < 2 * kBlockM) {
+        const int r = i % kBlockM;
+        const bool ok = r < valid;
+        const float* src = (i < kBlockM ? p.lse_log2 : p.d_sum) + (ok ? row_base + r : 0);
+        const uint32_t dst = base + (i < kBlockM ? Traits::kLse : Traits::kDsum) + (stage * kBlockM + r) * 4;
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0)
+                     : "memory");
+      }
     }
   };
-  if (steps > 0) load_step(0, 0);
+  if (steps > 0) load_step(0, 0, 0);
   cp_async_commit();
 
   const float scale_log2 = p.scale * kLog2e;
   const int g = lane >> 2;  // the C fragment's row within the warp's 16 (and + 8)
   const int t = lane & 3;   // its column pair
+  int next_head = 0, next_tile = 0;
   for (int step = 0; step < steps; ++step) {
     const int stage = step & 1;
-    if (step + 1 < steps) load_step(step + 1, stage ^ 1);  // that stage was freed by the last barrier
+    // This step's head and tile, and the next step's.
+    const int head_in_group = next_head, tile = next_tile;
+    if (++next_tile == tiles_per_head) {
+      next_tile = 0;
+      ++next_head;
+    }
+    if (step + 1 < steps) load_step(next_head, next_tile, stage ^ 1);  // that stage was freed by the last barrier
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();  // this step's tiles (and K, V) are in shared memory for every warp
@@ -197,8 +226,8 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
     }
     const uint32_t k_tile = base + Traits::kK;
     const uint32_t v_tile = base + Traits::kV;
-    const int row0 = (tile0 + step % tiles_per_head) * kBlockM;
-    const int h = kv_head * p.group_size + step / tiles_per_head;
+    const int row0 = (tile0 + tile) * kBlockM;
+    const int h = kv_head * p.group_size + head_in_group;
 
     const uint32_t p_tile = base + Traits::kP;
     const uint32_t ds_tile = base + Traits::kDS;
@@ -240,29 +269,39 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
         }
       }
       // P and dS; element (mt, nt, e): row 32 wm + 16 mt + g + 8 (e / 2), key 32 wn + 8 nt + 2t + e % 2.
+      // A tile every row of which sees every key (inside seq_q, seq_kv and the mask's band) skips
+      // the per-element test: in a long non-causal backward that is every tile but the edges.
+      auto probabilities = [&](auto masked) {
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+        for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = wm * 32 + mt * 16 + g + 8 * half;
-          const int query = row0 + r;
-          const float lse = lse_t[r];
-          const float d = dsum_t[r];
+          for (int half = 0; half < 2; ++half) {
+            const int r = wm * 32 + mt * 16 + g + 8 * half;
+            const int query = row0 + r;
+            const float lse = lse_t[r];
+            const float d_scaled = dsum_t[r] * p.scale;
 #pragma unroll
-          for (int nt = 0; nt < 4; ++nt) {
-            float prob[2], grad[2];
+            for (int nt = 0; nt < 4; ++nt) {
+              float prob[2], grad[2];
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int key = key0 + wn * 32 + nt * 8 + 2 * t + e;
-              const bool seen = key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key);
-              prob[e] = seen ? exp2_approx(sc[mt][nt][2 * half + e] * scale_log2 - lse) : 0.f;
-              grad[e] = prob[e] * (dp[mt][nt][2 * half + e] - d) * p.scale;
+              for (int e = 0; e < 2; ++e) {
+                prob[e] = exp2_approx(sc[mt][nt][2 * half + e] * scale_log2 - lse);
+                if constexpr (decltype(masked)::value) {
+                  const int key = key0 + wn * 32 + nt * 8 + 2 * t + e;
+                  if (!(key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key))) prob[e] = 0.f;
+                }
+                grad[e] = prob[e] * (dp[mt][nt][2 * half + e] * p.scale - d_scaled);
+              }
+              const uint32_t at = swizzled<kPRowBytes>(0, r, wn * 4 + nt) + 4 * t;
+              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_tile + at), "r"(pack2<Element>(prob[0], prob[1])));
+              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + at), "r"(pack2<Element>(grad[0], grad[1])));
             }
-            const uint32_t at = swizzled<kPRowBytes>(0, r, wn * 4 + nt) + 4 * t;
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_tile + at), "r"(pack2<Element>(prob[0], prob[1])));
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + at), "r"(pack2<Element>(grad[0], grad[1])));
           }
-        }
+      };
+      const bool whole = row0 + kBlockM <= p.seq_q && key0 + kBlockN <= p.seq_kv &&
+                         p.mask.sees(row0 + kBlockM - 1, key0) && p.mask.sees(row0, key0 + kBlockN - 1);
+      if (whole) probabilities(std::false_type{});
+      else probabilities(std::true_type{});
     }
     __syncthreads();  // P and dS are whole in shared memory
 
@@ -419,8 +458,9 @@ __global__ void __launch_bounds__(Traits::kThreads) efficient_bwd_fused_kernel(c
 #endif
 }
 
-// D = rowsum(dO * O) for each query row (one warp per row), and that row of the dQ accumulator
-// zeroed; a row that saw no key (lse -inf) gets D = 0 (its P is 0 anyway).
+// D = rowsum(dO * O) for each query row (one warp per row), the row's lse in log2 units, and that
+// row of the dQ accumulator zeroed; a row that saw no key (lse -inf) gets D = 0 and lse +inf (its
+// P is 0).
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_constant__ FlashBwdParams p) {
   constexpr int kPerLane = kHeadDim / 32;
@@ -438,7 +478,11 @@ __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_co
   float* accum = p.dq_accum + row * kHeadDim + lane * kPerLane;
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) accum[j] = 0.f;
-  if (lane == 0) p.d_sum[row] = p.lse[row] == -INFINITY ? 0.f : sum;
+  if (lane == 0) {
+    const float lse = p.lse[row];
+    p.d_sum[row] = lse == -INFINITY ? 0.f : sum;
+    p.lse_log2[row] = lse == -INFINITY ? INFINITY : lse * kLog2e;  // P = exp2(-inf) = 0 in that row
+  }
 }
 
 // dQ = the accumulator in the input's type, two elements per thread.

@@ -192,7 +192,9 @@ class FlashBackend final : public AttentionBackend {
       throw std::logic_error("flash:fa2: run_backward() of a problem before prepare() of that problem");
     kernels::FlashBwdParams params = flash_bwd_params(problem, buffers);
     params.dq_accum = backward_workspace_.as<float>();
-    params.d_sum = params.dq_accum + static_cast<long long>(s.batch) * s.heads * s.seq_q * s.head_dim;
+    const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
+    params.d_sum = params.dq_accum + rows * s.head_dim;
+    params.lse_log2 = params.d_sum + rows;
     kernels::flash_backward(params, problem.dtype, s.head_dim, stream);
     CUDA_CHECK_LAUNCH();
   }
