@@ -196,10 +196,13 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
       next_tile = 0;
       ++next_head;
     }
-    if (step + 1 < steps) load_step(next_head, next_tile, stage ^ 1);  // that stage was freed by the last barrier
+    cp_async_wait<0>();
+    // This step's tiles (and K, V) are in shared memory for every warp, and every warp is done
+    // with the previous step, so its stage can take the next step's tiles: before this barrier a
+    // warp could still be reading that stage's Q and dO in the previous step's phase 2.
+    __syncthreads();
+    if (step + 1 < steps) load_step(next_head, next_tile, stage ^ 1);
     cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();  // this step's tiles (and K, V) are in shared memory for every warp
 
     const uint32_t q_tile = base + Traits::kQ + stage * Traits::kQTileBytes;
     const uint32_t do_tile = base + Traits::kDO + stage * Traits::kQTileBytes;
