@@ -49,6 +49,9 @@ struct FlashBwdTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kFused = kFused_;  // D from an O tile, dQ converted by the last block
+  // The step's dQ between dV and dK (FlashAttention-2's order) or after both (measured per
+  // variant: docs/perf/NOTES.md).
+  static constexpr bool kDqBetweenDvAndDk = kFused_ || kHeadDim_ == 64;
   static constexpr int kBlockN = kFlashBwdBlockKeys;  // keys per block: 16 per warp
   static constexpr int kBlockM = kFlashBwdBlockRows;  // query rows per step: 16 per dQ row group
   static constexpr int kWarps = 8;
@@ -309,7 +312,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
     __syncthreads();  // P and dS are whole in shared memory
 
     // Phase 2: dV += P^T dO, dK += dS^T Q for keys 32 wk + 16 mt + ..., head-dim tiles dt0 + ...
-    {
+    auto phase2 = [&](auto with_dv, auto with_dk) {
       const int wk = warp & 3;
       const int dt0 = (warp >> 2) * kHalfTiles;
       const int j = lane >> 3;
@@ -321,28 +324,34 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
           // A = P^T: P's rows are the k (query) dimension, its columns the m (key) rows.
           const int row = kq * 16 + ((j >> 1) << 3) + (lane & 7);
           const int chunk = wk * 4 + mt * 2 + (j & 1);
-          ldmatrix_x4_trans(pa[mt], swizzled<kPRowBytes>(p_tile, row, chunk));
-          ldmatrix_x4_trans(dsa[mt], swizzled<kPRowBytes>(ds_tile, row, chunk));
+          if constexpr (decltype(with_dv)::value) ldmatrix_x4_trans(pa[mt], swizzled<kPRowBytes>(p_tile, row, chunk));
+          if constexpr (decltype(with_dk)::value) ldmatrix_x4_trans(dsa[mt], swizzled<kPRowBytes>(ds_tile, row, chunk));
         }
 #pragma unroll
         for (int dp2 = 0; dp2 < kHalfTiles / 2; ++dp2) {
           uint32_t dob[4], qb[4];
           const int row = kq * 16 + (((lane >> 3) & 1) << 3) + (lane & 7);
-          ldmatrix_x4_trans(dob, swizzled<kRowBytes>(do_tile, row, dt0 + 2 * dp2 + (lane >> 4)));
-          ldmatrix_x4_trans(qb, swizzled<kRowBytes>(q_tile, row, dt0 + 2 * dp2 + (lane >> 4)));
+          if constexpr (decltype(with_dv)::value)
+            ldmatrix_x4_trans(dob, swizzled<kRowBytes>(do_tile, row, dt0 + 2 * dp2 + (lane >> 4)));
+          if constexpr (decltype(with_dk)::value)
+            ldmatrix_x4_trans(qb, swizzled<kRowBytes>(q_tile, row, dt0 + 2 * dp2 + (lane >> 4)));
 #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
-            mma_16816<Element>(dv[mt][2 * dp2], pa[mt], dob[0], dob[1]);
-            mma_16816<Element>(dv[mt][2 * dp2 + 1], pa[mt], dob[2], dob[3]);
-            mma_16816<Element>(dk[mt][2 * dp2], dsa[mt], qb[0], qb[1]);
-            mma_16816<Element>(dk[mt][2 * dp2 + 1], dsa[mt], qb[2], qb[3]);
+            if constexpr (decltype(with_dv)::value) {
+              mma_16816<Element>(dv[mt][2 * dp2], pa[mt], dob[0], dob[1]);
+              mma_16816<Element>(dv[mt][2 * dp2 + 1], pa[mt], dob[2], dob[3]);
+            }
+            if constexpr (decltype(with_dk)::value) {
+              mma_16816<Element>(dk[mt][2 * dp2], dsa[mt], qb[0], qb[1]);
+              mma_16816<Element>(dk[mt][2 * dp2 + 1], dsa[mt], qb[2], qb[3]);
+            }
           }
         }
       }
-    }
+    };
 
     // Phase 3: dQ = dS K for query rows 32 wq + 16 mt + ..., head-dim tiles dq0 + ...
-    {
+    auto phase3 = [&]() {
       const int wq = warp >> 2;
       const int dq0 = (warp & 3) * kQuarterTiles;
       float dq[2][kQuarterTiles][4];
@@ -390,6 +399,15 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
 #endif
           }
         }
+    };
+    if constexpr (Traits::kDqBetweenDvAndDk) {
+      // FlashAttention-2's order: the dQ reductions drain under the dK products.
+      phase2(std::true_type{}, std::false_type{});
+      phase3();
+      phase2(std::false_type{}, std::true_type{});
+    } else {
+      phase2(std::true_type{}, std::true_type{});
+      phase3();
     }
     if constexpr (Traits::kFused) {
       // Count this block in for the tile's dQ rows; the last of its key blocks converts them.
