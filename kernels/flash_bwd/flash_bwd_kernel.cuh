@@ -12,7 +12,8 @@
 //   2. dV += P^T dO and dK += dS^T Q, warps 4 (keys) x 2 (halves of the head dim): P^T and dS^T
 //      by ldmatrix.trans of P and dS; dK and dV stay in registers for the whole walk
 //   3. dQ = dS K, warps 2 (query rows) x 4 (quarters of the head dim), added to the fp32
-//      accumulator (red.global.add, two floats at a time)
+//      accumulator (red.global.add, two floats at a time); the fused kernel and d64 run it between
+//      dV and dK instead (FlashAttention-2's order, Traits::kDqBetweenDvAndDk)
 // Shared tiles are rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no
 // ldmatrix bank conflicts). Fused (Traits::kFused, the efficient backend's): D comes from an O
 // tile each step, and the block that brings a tile of dQ rows its last addition converts them
