@@ -5,8 +5,10 @@
 # last round (docs/perf/torch_backward_bench.py). One line per run: the median kernel time (us) of
 # each case of configs/perf_backward.json, in its order.
 # Usage (device, after tests/gpu/unpack_build.sh): tests/gpu/ab_backward.sh [config]
+# Work files go to AB_DIR (default /tmp/attnprof-ab), not to the device call's $OUT, whose files
+# (the unpacked binaries among them) would all be copied back.
 set -uo pipefail
-OUT=${OUT:-/tmp/attnprof-ab}
+OUT=${AB_DIR:-/tmp/attnprof-ab}
 CONFIG=${1:-configs/perf_backward.json}
 mkdir -p "$OUT"
 names=()
