@@ -86,7 +86,7 @@ __device__ __forceinline__ uint32_t swizzled(uint32_t tile, int row, int chunk) 
   return tile + static_cast<uint32_t>(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
 }
 
-// Rows [row0, row0 + rows) of a [.., seq, head_dim] tensor (rows past `valid` zero-filled) into a
+// kRows rows of a [.., seq, head_dim] tensor from `base` (rows past `valid` zero-filled) into a
 // swizzled tile; every thread of the block takes its share of the 16-byte chunks.
 template <typename Traits, int kRows>
 __device__ __forceinline__ void copy_rows(uint32_t tile, const typename Traits::Element* base, int valid, int tid) {
