@@ -1,17 +1,17 @@
 // flash's backward kernels (see flash_bwd.hpp for the three roles), generic over FlashBwdTraits.
 //
 // Main kernel, one block of 8 warps per (128 keys, K/V head, sequence). K and V of the block's
-// keys are loaded once; the block then walks tiles of 64 query rows (of every query head of the
-// group, only those whose band reaches the keys), Q and dO double-buffered with cp.async (with
-// the rows' lse and D as the pre-pass left them). Each step has three phases, each with its own
-// arrangement of the 8 warps over the tile, so that a warp reads only the rows and columns of its
-// part (FlashAttention-2's layout):
-//   1. S = Q K^T and dP = dO V^T, warps 2 (query rows) x 4 (keys), 32 x 32 each; then
+// keys are loaded once; the block then walks tiles of kBlockM query rows (64; 128 for flash at head
+// dim 64) of every query head of the group, only those whose band reaches the keys, Q and dO
+// double-buffered with cp.async (with the rows' lse and D as the pre-pass left them). Each step
+// has three phases, each with its own arrangement of the 8 warps over the tile, so that a warp
+// reads only the rows and columns of its part (FlashAttention-2's layout):
+//   1. S = Q K^T and dP = dO V^T, warps kBlockM / 32 (query rows) x the rest (keys), 32 rows each; then
 //      P = exp2(S * scale * log2 e - lse * log2 e) (masked elements 0) and dS = P (dP - D) * scale,
 //      both to shared memory as [query][key]; a tile that every row sees whole skips the mask
 //   2. dV += P^T dO and dK += dS^T Q, warps 4 (keys) x 2 (halves of the head dim): P^T and dS^T
 //      by ldmatrix.trans of P and dS; dK and dV stay in registers for the whole walk
-//   3. dQ = dS K, warps 2 (query rows) x 4 (quarters of the head dim), added to the fp32
+//   3. dQ = dS K, warps kBlockM / 32 (query rows) x the rest (parts of the head dim), added to the fp32
 //      accumulator (red.global.add, two floats at a time); the fused kernel and d64 run it between
 //      dV and dK instead (FlashAttention-2's order, Traits::kDqBetweenDvAndDk)
 // Shared tiles are rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no
@@ -54,9 +54,20 @@ struct FlashBwdTraits {
   // variant: docs/perf/NOTES.md).
   static constexpr bool kDqBetweenDvAndDk = kFused_ || kHeadDim_ == 64;
   static constexpr int kBlockN = kFlashBwdBlockKeys;  // keys per block: 16 per warp
-  static constexpr int kBlockM = kFlashBwdBlockRows;  // query rows per step: 16 per dQ row group
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
+  // Query rows per step. The fused kernel's dQ tiles (its arrival counters) are kFlashBwdBlockRows;
+  // flash at head dim 64 walks 128 rows a step (FlashAttention-2's choice there): half the steps,
+  // barriers and lse/D copies, for accumulators that still fit beside dK and dV.
+  static constexpr int kBlockM = !kFused_ && kHeadDim_ == 64 ? 2 * kFlashBwdBlockRows : kFlashBwdBlockRows;
+  // Phase 1 (S, dP) and phase 3 (dQ): kWarpsM warps over the rows, 32 rows each; the rest over the
+  // keys (phase 1) or the head dim (phase 3).
+  static constexpr int kWarpsM = kBlockM / 32;
+  static constexpr int kKeysPerWarp = kBlockN / (kWarps / kWarpsM);
+  static constexpr int kNT = kKeysPerWarp / 8;  // phase 1: n8 key tiles per warp
+  // log2 of the warps beside kWarpsM: shifts and masks, not signed division, keep the d128 code as
+  // measured (a division perturbed its register allocation: +3.6% at 4096).
+  static constexpr int kWarpsNShift = kWarpsM == 2 ? 2 : 1;
   static constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
   static constexpr int kChunksPerRow = kRowBytes / 16;
   static constexpr int kKVTileBytes = kBlockN * kRowBytes;
@@ -74,10 +85,13 @@ struct FlashBwdTraits {
   static constexpr int kDsum = kLse + 2 * kBlockM * 4;
   static constexpr int kSmemBytes = kDsum + 2 * kBlockM * 4;
   static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles over the head dim
+  static constexpr int kDqTiles = kDTiles / (kWarps / kWarpsM);  // phase 3: a warp's share of the head dim
   static_assert(2 * kBlockM <= kThreads, "a step's lse and D rows take one thread each");
-  static_assert(kHeadDim % 64 == 0 && kBlockN == 128 && kBlockM == 64 && kWarps == 8,
-                "the phases' warp layouts: 2 x 4 over 64 rows x 128 keys, 4 x 2 over 128 keys x the head dim, "
-                "2 x 4 over 64 rows x the head dim");
+  static_assert(!kFused || kBlockM == kFlashBwdBlockRows, "the fused kernel's dQ tiles are its steps");
+  static_assert(kHeadDim % 64 == 0 && kBlockN == 128 && (kBlockM == 64 || kBlockM == 128) && kWarps == 8 &&
+                    kNT % 2 == 0 && kDqTiles % 2 == 0,
+                "the phases' warp layouts: kWarpsM x (8 / kWarpsM) over the rows x 128 keys, 4 x 2 over 128 keys x "
+                "the head dim, kWarpsM x (8 / kWarpsM) over the rows x the head dim");
 };
 
 // Swizzled shared address of 16-byte chunk `chunk` of row `row` in a tile of kRowBytes rows.
@@ -115,8 +129,9 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   constexpr int kDTiles = Traits::kDTiles;
   constexpr int kRowBytes = Traits::kRowBytes;
   constexpr int kPRowBytes = Traits::kPRowBytes;
-  constexpr int kHalfTiles = kDTiles / 2;     // phase 2: a warp's share of the head dim
-  constexpr int kQuarterTiles = kDTiles / 4;  // phase 3: a warp's share of the head dim
+  constexpr int kHalfTiles = kDTiles / 2;  // phase 2: a warp's share of the head dim
+  constexpr int kNT = Traits::kNT;
+  constexpr int kDqTiles = Traits::kDqTiles;
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t base = shared_address(smem);
   const int tid = static_cast<int>(threadIdx.x);
@@ -241,14 +256,15 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
     const float* lse_t = lse_s + stage * kBlockM;
     const float* dsum_t = dsum_s + stage * kBlockM;
 
-    // Phase 1: S and dP for query rows 32 wm + 16 mt + ..., keys 32 wn + 8 nt + ...
+    // Phase 1: S and dP for query rows 32 wm + 16 mt + ..., keys kKeysPerWarp wn + 8 nt + ...
     {
-      const int wm = warp >> 2, wn = warp & 3;
-      float sc[2][4][4], dp[2][4][4];
+      const int wm = warp >> Traits::kWarpsNShift, wn = warp & ((1 << Traits::kWarpsNShift) - 1);
+      const int key_w = wn * Traits::kKeysPerWarp;
+      float sc[2][kNT][4], dp[2][kNT][4];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
+        for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) sc[mt][nt][e] = dp[mt][nt][e] = 0.f;
 #pragma unroll
@@ -261,9 +277,9 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
           ldmatrix_x4(doa[mt], swizzled<kRowBytes>(do_tile, row, 2 * kk + (lane >> 4)));
         }
 #pragma unroll
-        for (int np = 0; np < 2; ++np) {
+        for (int np = 0; np < kNT / 2; ++np) {
           uint32_t kb[4], vb[4];
-          const int key = wn * 32 + np * 16 + ((lane >> 4) << 3) + (lane & 7);
+          const int key = key_w + np * 16 + ((lane >> 4) << 3) + (lane & 7);
           ldmatrix_x4(kb, swizzled<kRowBytes>(k_tile, key, 2 * kk + ((lane >> 3) & 1)));
           ldmatrix_x4(vb, swizzled<kRowBytes>(v_tile, key, 2 * kk + ((lane >> 3) & 1)));
 #pragma unroll
@@ -275,7 +291,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
           }
         }
       }
-      // P and dS; element (mt, nt, e): row 32 wm + 16 mt + g + 8 (e / 2), key 32 wn + 8 nt + 2t + e % 2.
+      // P and dS; element (mt, nt, e): row 32 wm + 16 mt + g + 8 (e / 2), key key_w + 8 nt + 2t + e % 2.
       // A tile every row of which sees every key (inside seq_q, seq_kv and the mask's band) skips
       // the per-element test: in a long non-causal backward that is every tile but the edges.
       auto probabilities = [&](auto masked) {
@@ -288,18 +304,18 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
             const float lse = lse_t[r];
             const float d_scaled = dsum_t[r] * p.scale;
 #pragma unroll
-            for (int nt = 0; nt < 4; ++nt) {
+            for (int nt = 0; nt < kNT; ++nt) {
               float prob[2], grad[2];
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
                 prob[e] = exp2_approx(sc[mt][nt][2 * half + e] * scale_log2 - lse);
                 if constexpr (decltype(masked)::value) {
-                  const int key = key0 + wn * 32 + nt * 8 + 2 * t + e;
+                  const int key = key0 + key_w + nt * 8 + 2 * t + e;
                   if (!(key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key))) prob[e] = 0.f;
                 }
                 grad[e] = prob[e] * (dp[mt][nt][2 * half + e] * p.scale - d_scaled);
               }
-              const uint32_t at = swizzled<kPRowBytes>(0, r, wn * 4 + nt) + 4 * t;
+              const uint32_t at = swizzled<kPRowBytes>(0, r, wn * kNT + nt) + 4 * t;
               asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_tile + at), "r"(pack2<Element>(prob[0], prob[1])));
               asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + at), "r"(pack2<Element>(grad[0], grad[1])));
             }
@@ -353,13 +369,13 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
 
     // Phase 3: dQ = dS K for query rows 32 wq + 16 mt + ..., head-dim tiles dq0 + ...
     auto phase3 = [&]() {
-      const int wq = warp >> 2;
-      const int dq0 = (warp & 3) * kQuarterTiles;
-      float dq[2][kQuarterTiles][4];
+      const int wq = warp >> Traits::kWarpsNShift;
+      const int dq0 = (warp & ((1 << Traits::kWarpsNShift) - 1)) * kDqTiles;
+      float dq[2][kDqTiles][4];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int dt = 0; dt < kQuarterTiles; ++dt)
+        for (int dt = 0; dt < kDqTiles; ++dt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) dq[mt][dt][e] = 0.f;
 #pragma unroll
@@ -369,7 +385,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
         for (int mt = 0; mt < 2; ++mt)
           ldmatrix_x4(a[mt], swizzled<kPRowBytes>(ds_tile, wq * 32 + mt * 16 + (lane & 15), 2 * kk + (lane >> 4)));
 #pragma unroll
-        for (int dp2 = 0; dp2 < kQuarterTiles / 2; ++dp2) {
+        for (int dp2 = 0; dp2 < kDqTiles / 2; ++dp2) {
           uint32_t kb[4];
           ldmatrix_x4_trans(kb, swizzled<kRowBytes>(k_tile, kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7),
                                                     dq0 + 2 * dp2 + (lane >> 4)));
@@ -389,7 +405,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
           if (query >= p.seq_q) continue;
           float* dst = p.dq_accum + (row_base + query) * kHeadDim + dq0 * 8 + 2 * t;
 #pragma unroll
-          for (int dt = 0; dt < kQuarterTiles; ++dt) {
+          for (int dt = 0; dt < kDqTiles; ++dt) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
             asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + dt * 8), "f"(dq[mt][dt][2 * half]),
                          "f"(dq[mt][dt][2 * half + 1])

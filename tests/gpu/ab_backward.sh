@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A/B of attnprof binaries on the backward (flash:fa2 and efficient share its kernel body) in one
 # device call (the machine drifts between calls): carry/attnprof_a.xz, carry/attnprof_b.xz and, when
-# present, carry/attnprof_c.xz, two rounds each, interleaved; then PyTorch's backward beside the
-# last round (docs/perf/torch_backward_bench.py). One line per run: the median kernel time (us) of
+# present, carry/attnprof_c.xz to carry/attnprof_e.xz, two rounds each, interleaved; then PyTorch's
+# backward beside the last round (docs/perf/torch_backward_bench.py). One line per run: the median kernel time (us) of
 # each case of configs/perf_backward.json, in its order.
 # Usage (device, after tests/gpu/unpack_build.sh): tests/gpu/ab_backward.sh [config]
 # Work files go to AB_DIR (default /tmp/attnprof-ab), not to the device call's $OUT, whose files
@@ -12,7 +12,7 @@ OUT=${AB_DIR:-/tmp/attnprof-ab}
 CONFIG=${1:-configs/perf_backward.json}
 mkdir -p "$OUT"
 names=()
-for v in a b c; do
+for v in a b c d e; do
   rm -f "$OUT/attnprof_$v"
   [ -f "carry/attnprof_$v.xz" ] && xz -dc "carry/attnprof_$v.xz" > "$OUT/attnprof_$v" && chmod +x "$OUT/attnprof_$v" && names+=("$v")
 done
