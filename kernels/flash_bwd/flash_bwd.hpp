@@ -21,22 +21,9 @@
 
 #include "core/mask_bounds.hpp"
 #include "core/types.hpp"
+#include "flash_bwd/flash_bwd_order.hpp"
 
 namespace attnprof::kernels {
-
-// The main kernel's tiles: keys per block (16 per warp), query rows per step.
-inline constexpr int kFlashBwdBlockKeys = 128;
-inline constexpr int kFlashBwdBlockRows = 64;
-
-// The query rows that see any key of [key0, key1]: [*first, *last] (empty when *last < *first).
-// Row i sees key j when low <= j - i <= high: i in [j - high, j - low].
-ATTNPROF_HOST_DEVICE inline void flash_bwd_query_span(const MaskBounds& m, int key0, int key1, int seq_q, int* first,
-                                                      int* last) {
-  const long long lo = static_cast<long long>(key0) - m.high;
-  const long long hi = static_cast<long long>(key1) - m.low;
-  *first = static_cast<int>(lo < 0 ? 0 : lo);
-  *last = static_cast<int>(hi > seq_q - 1 ? seq_q - 1 : hi);
-}
 
 // Dense layouts only: q, o, dO, dQ [batch, heads, seq_q, head_dim]; k, v, dK, dV [batch,
 // heads_kv, seq_kv, head_dim]; lse [batch, heads, seq_q] natural log (-inf: a row without keys).

@@ -137,9 +137,12 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
   const int warp = tid >> 5;
-  const int key0 = static_cast<int>(blockIdx.x) * kBlockN;
-  const int kv_head = static_cast<int>(blockIdx.y);
-  const int b = static_cast<int>(blockIdx.z);
+  // The block's key block, K/V head and sequence (the grid's order: flash_bwd_grid).
+  const bool heavy_first = flash_bwd_heavy_first(p.mask, (p.seq_kv + kBlockN - 1) / kBlockN);
+  const int key_block = static_cast<int>(heavy_first ? blockIdx.z : blockIdx.x);
+  const int kv_head = static_cast<int>(heavy_first ? blockIdx.x : blockIdx.y);
+  const int b = static_cast<int>(heavy_first ? blockIdx.y : blockIdx.z);
+  const int key0 = key_block * kBlockN;
   const int keys_here = min(kBlockN, p.seq_kv - key0);
   const int64_t kv_offset = ((static_cast<int64_t>(b) * p.heads_kv + kv_head) * p.seq_kv + key0) * kHeadDim;
 
@@ -200,19 +203,24 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
       }
     }
   };
-  if (steps > 0) load_step(0, 0, 0);
+  // The fused kernel's blocks start their walks at their own row tiles (and wrap around): the key
+  // blocks of a head would otherwise all add into the same dQ rows at the same time (measured -4
+  // to -8% there; no gain for flash's, whose d64 lost 0.5-3%: docs/perf/NOTES.md).
+  const int tile_start = Traits::kFused && tiles_per_head > 0 ? key_block % tiles_per_head : 0;
+  if (steps > 0) load_step(0, tile_start, 0);
   cp_async_commit();
 
   const float scale_log2 = p.scale * kLog2e;
   const int g = lane >> 2;  // the C fragment's row within the warp's 16 (and + 8)
   const int t = lane & 3;   // its column pair
-  int next_head = 0, next_tile = 0;
+  int next_head = 0, next_tile = tile_start, next_walked = 0;
   for (int step = 0; step < steps; ++step) {
     const int stage = step & 1;
     // This step's head and tile, and the next step's.
     const int head_in_group = next_head, tile = next_tile;
-    if (++next_tile == tiles_per_head) {
-      next_tile = 0;
+    if (++next_tile == tiles_per_head) next_tile = 0;
+    if (++next_walked == tiles_per_head) {
+      next_walked = 0;  // next_tile is back at tile_start
       ++next_head;
     }
     cp_async_wait<0>();

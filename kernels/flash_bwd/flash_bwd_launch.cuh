@@ -12,6 +12,12 @@
 
 namespace attnprof::kernels {
 
+// The main kernel's grid: key blocks, K/V heads and sequences, in flash_bwd_grid's order.
+inline dim3 main_grid(const FlashBwdParams& params) {
+  const FlashBwdGrid g = flash_bwd_grid(params.mask, params.seq_kv, params.heads_kv, params.batch);
+  return dim3(g.x, g.y, g.z);
+}
+
 template <DType kDType, int kHeadDim>
 cudaError_t FlashBackward<kDType, kHeadDim>::prepare(bool fused) {
   if (fused) {
@@ -35,8 +41,7 @@ cudaError_t FlashBackward<kDType, kHeadDim>::launch_fused(const FlashBwdParams& 
   if (status == cudaSuccess && zero_dq)
     status = cudaMemsetAsync(params.dq, 0, static_cast<std::size_t>(rows * kHeadDim) * sizeof(Element<kDType>), stream);
   if (status != cudaSuccess) return status;
-  const dim3 grid(static_cast<unsigned>((params.seq_kv + Traits::kBlockN - 1) / Traits::kBlockN),
-                  static_cast<unsigned>(params.heads_kv), static_cast<unsigned>(params.batch));
+  const dim3 grid(main_grid(params));
   flash_bwd::efficient_bwd_fused_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
   return cudaSuccess;
 }
@@ -48,9 +53,7 @@ void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaS
   flash_bwd::flash_bwd_dot_do_o_kernel<Element<kDType>, kHeadDim>
       <<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(params);
   if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure
-  // Keys on x (no 65535 limit), K/V heads on y, sequences on z.
-  const dim3 grid(static_cast<unsigned>((params.seq_kv + Traits::kBlockN - 1) / Traits::kBlockN),
-                  static_cast<unsigned>(params.heads_kv), static_cast<unsigned>(params.batch));
+  const dim3 grid(main_grid(params));
   flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
   if (cudaPeekAtLastError() != cudaSuccess) return;
   const long long pairs = rows * kHeadDim / 2;
