@@ -53,6 +53,9 @@ struct FlashBwdTraits {
   // The step's dQ between dV and dK (FlashAttention-2's order) or after both (measured per
   // variant: docs/perf/NOTES.md).
   static constexpr bool kDqBetweenDvAndDk = kFused_ || kHeadDim_ == 64;
+  // P and dS to shared memory by stmatrix (sm_90) or four-byte stores: measured per variant
+  // (stmatrix -0.7% for flash at d128, +0.5-1.6% for the fused kernel and d64: docs/perf/NOTES.md).
+  static constexpr bool kStoreMatrix = !kFused_ && kHeadDim_ == 128;
   static constexpr int kBlockN = kFlashBwdBlockKeys;  // keys per block: 16 per warp
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
@@ -311,6 +314,12 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
             const int query = row0 + r;
             const float lse = lse_t[r];
             const float d_scaled = dsum_t[r] * p.scale;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+            constexpr bool kStoreMatrix = Traits::kStoreMatrix;
+#else
+            constexpr bool kStoreMatrix = false;
+#endif
+            [[maybe_unused]] uint32_t p_packed[kNT], ds_packed[kNT];  // for stmatrix
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
               float prob[2], grad[2];
@@ -323,9 +332,29 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
                 }
                 grad[e] = prob[e] * (dp[mt][nt][2 * half + e] * p.scale - d_scaled);
               }
-              const uint32_t at = swizzled<kPRowBytes>(0, r, wn * kNT + nt) + 4 * t;
-              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_tile + at), "r"(pack2<Element>(prob[0], prob[1])));
-              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + at), "r"(pack2<Element>(grad[0], grad[1])));
+              if constexpr (kStoreMatrix) {
+                p_packed[nt] = pack2<Element>(prob[0], prob[1]);
+                ds_packed[nt] = pack2<Element>(grad[0], grad[1]);
+              } else {
+                const uint32_t at = swizzled<kPRowBytes>(0, r, wn * kNT + nt) + 4 * t;
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_tile + at), "r"(pack2<Element>(prob[0], prob[1])));
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + at), "r"(pack2<Element>(grad[0], grad[1])));
+              }
+            }
+            if constexpr (kStoreMatrix) {
+              // The fragments of four n8 key tiles are four 8 x 8 matrices: one stmatrix each for
+              // P and dS (lane l gives the address of row l % 8 of matrix l / 8).
+#pragma unroll
+              for (int n4 = 0; n4 < kNT / 4; ++n4) {
+                const uint32_t at = swizzled<kPRowBytes>(0, wm * 32 + mt * 16 + 8 * half + (lane & 7),
+                                                         wn * kNT + 4 * n4 + (lane >> 3));
+                asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(p_tile + at),
+                             "r"(p_packed[4 * n4]), "r"(p_packed[4 * n4 + 1]), "r"(p_packed[4 * n4 + 2]),
+                             "r"(p_packed[4 * n4 + 3]));
+                asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(ds_tile + at),
+                             "r"(ds_packed[4 * n4]), "r"(ds_packed[4 * n4 + 1]), "r"(ds_packed[4 * n4 + 2]),
+                             "r"(ds_packed[4 * n4 + 3]));
+              }
             }
           }
       };
