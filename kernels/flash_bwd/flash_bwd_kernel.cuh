@@ -14,6 +14,8 @@
 //   3. dQ = dS K, warps kBlockM / 32 (query rows) x the rest (parts of the head dim), added to the fp32
 //      accumulator (red.global.add, two floats at a time); the fused kernel and d64 run it between
 //      dV and dK instead (FlashAttention-2's order, Traits::kDqBetweenDvAndDk)
+// Under a causal mask the blocks start heaviest first (flash_bwd_order.hpp); the fused kernel's
+// blocks start their walks at staggered row tiles.
 // Shared tiles are rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no
 // ldmatrix bank conflicts). Fused (Traits::kFused, the efficient backend's): D comes from an O
 // tile each step, and the block that brings a tile of dQ rows its last addition converts them

@@ -46,17 +46,21 @@ TEST(FlashBwdOrder, CausalKeyBlocksGetLighterAlongTheKeys) {
                                               causal ? "causal" : "window [-1, 200]");
         ASSERT_TRUE(flash_bwd_heavy_first(m, key_blocks)) << label;
         for (int k = 0; k + 1 < key_blocks; ++k)
-          EXPECT_GE(rows_of_block(m, k, seq_q, seq_kv), rows_of_block(m, k + 1, seq_q, seq_kv)) << label << " block " << k;
+          EXPECT_GE(rows_of_block(m, k, seq_q, seq_kv), rows_of_block(m, k + 1, seq_q, seq_kv))
+              << label << " block " << k;
       }
 }
 
 TEST(FlashBwdOrder, IndexOrderWithoutACausalBoundOrPastTheGridLimit) {
   const int seq = 4096, key_blocks = seq / kFlashBwdBlockKeys;
-  EXPECT_FALSE(flash_bwd_heavy_first(mask_bounds(problem(seq, seq, false, MaskAlignment::top_left, {})), key_blocks));
+  auto heavy_first = [&](bool causal, AttentionWindow window) {
+    return flash_bwd_heavy_first(mask_bounds(problem(seq, seq, causal, MaskAlignment::top_left, window)), key_blocks);
+  };
+  EXPECT_FALSE(heavy_first(false, {}));
   // A sliding window: every block but the edges sees the same rows; a left bound alone: the last
   // key blocks are the heaviest.
-  EXPECT_FALSE(flash_bwd_heavy_first(mask_bounds(problem(seq, seq, true, MaskAlignment::top_left, {256, 0})), key_blocks));
-  EXPECT_FALSE(flash_bwd_heavy_first(mask_bounds(problem(seq, seq, false, MaskAlignment::top_left, {0, -1})), key_blocks));
+  EXPECT_FALSE(heavy_first(true, {256, 0}));
+  EXPECT_FALSE(heavy_first(false, {0, -1}));
   const MaskBounds causal = mask_bounds(problem(seq, seq, true, MaskAlignment::top_left, {}));
   EXPECT_TRUE(flash_bwd_heavy_first(causal, kFlashBwdMaxGridYZ));
   EXPECT_FALSE(flash_bwd_heavy_first(causal, kFlashBwdMaxGridYZ + 1));  // the key blocks go on z
