@@ -143,7 +143,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   const int lane = tid & 31;
   const int warp = tid >> 5;
   // The block's key block, K/V head and sequence (the grid's order: flash_bwd_grid).
-  const bool heavy_first = flash_bwd_heavy_first(p.mask, (p.seq_kv + kBlockN - 1) / kBlockN);
+  const bool heavy_first = flash_bwd_heavy_first(p.mask, flash_bwd_key_blocks(p.seq_kv));
   const int key_block = static_cast<int>(heavy_first ? blockIdx.z : blockIdx.x);
   const int kv_head = static_cast<int>(heavy_first ? blockIdx.x : blockIdx.y);
   const int b = static_cast<int>(heavy_first ? blockIdx.y : blockIdx.z);

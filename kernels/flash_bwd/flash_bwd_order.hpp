@@ -11,6 +11,11 @@ namespace attnprof::kernels {
 inline constexpr int kFlashBwdBlockKeys = 128;
 inline constexpr int kFlashBwdBlockRows = 64;
 
+// Key blocks over seq_kv keys: the grid's extent along the keys, whichever dimension holds them.
+ATTNPROF_HOST_DEVICE inline int flash_bwd_key_blocks(int seq_kv) {
+  return (seq_kv + kFlashBwdBlockKeys - 1) / kFlashBwdBlockKeys;
+}
+
 // The query rows that see any key of [key0, key1]: [*first, *last] (empty when *last < *first).
 // Row i sees key j when low <= j - i <= high: i in [j - high, j - low].
 ATTNPROF_HOST_DEVICE inline void flash_bwd_query_span(const MaskBounds& m, int key0, int key1, int seq_q, int* first,
@@ -41,7 +46,7 @@ struct FlashBwdGrid {
 
 // Heaviest first: (K/V heads, sequences, key blocks); otherwise (key blocks, K/V heads, sequences).
 inline FlashBwdGrid flash_bwd_grid(const MaskBounds& m, int seq_kv, int heads_kv, int batch) {
-  const int key_blocks = (seq_kv + kFlashBwdBlockKeys - 1) / kFlashBwdBlockKeys;
+  const int key_blocks = flash_bwd_key_blocks(seq_kv);
   const auto u = [](int v) { return static_cast<unsigned>(v); };
   if (flash_bwd_heavy_first(m, key_blocks)) return {u(heads_kv), u(batch), u(key_blocks)};
   return {u(key_blocks), u(heads_kv), u(batch)};

@@ -40,7 +40,7 @@ TEST(FlashBwdOrder, CausalKeyBlocksGetLighterAlongTheKeys) {
       for (bool causal : {true, false}) {
         const AttentionWindow window = causal ? AttentionWindow{} : AttentionWindow{-1, 200};
         const MaskBounds m = mask_bounds(problem(seq_q, seq_kv, causal, alignment, window));
-        const int key_blocks = (seq_kv + kFlashBwdBlockKeys - 1) / kFlashBwdBlockKeys;
+        const int key_blocks = flash_bwd_key_blocks(seq_kv);
         const std::string label = fmt::format("{} x {} {} {}", seq_q, seq_kv,
                                               alignment == MaskAlignment::top_left ? "top_left" : "bottom_right",
                                               causal ? "causal" : "window [-1, 200]");
