@@ -30,6 +30,10 @@ void flash_backward(const FlashBwdParams& params, DType dtype, int head_dim, cud
   with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(params, stream); });
 }
 
+cudaError_t flash_bwd_blocks_per_sm(DType dtype, int head_dim, int* blocks) {
+  return with_instance(dtype, head_dim, [&](auto instance) { return decltype(instance)::blocks_per_sm(blocks); });
+}
+
 cudaError_t flash_backward_fused(const FlashBwdParams& params, DType dtype, int head_dim, bool zero_dq,
                                  cudaStream_t stream) {
   return with_instance(dtype, head_dim,

@@ -51,20 +51,40 @@ struct FlashBwdParams {
   int seq_kv = 0;
   float scale = 0.f;
   MaskBounds mask;  // causal and window bounds
+  // Not fused: the tail kernel's share (flash_bwd_tail_plan; none by default), its parts' slots
+  // ([2 tail.ctas] of flash_bwd_tail_part_floats) and arrival counters ([tail.blocks], zeroed by
+  // the pre-pass). Last, so that the other fields keep their offsets.
+  FlashBwdTail tail;
+  float* tail_parts = nullptr;
+  int* tail_arrivals = nullptr;
 };
 
 bool flash_bwd_has_kernel(DType dtype, int head_dim);
 
-// Floats of workspace one problem needs: dq_accum, then d_sum, then lse_log2.
+// Floats of workspace one problem needs: dq_accum, then d_sum, then lse_log2; with a tail, its
+// parts from flash_bwd_tail_parts_offset on, then its arrival counters.
 inline long long flash_bwd_workspace_floats(const AttentionShape& s) {
   const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
   return rows * (s.head_dim + 2);
 }
+inline constexpr int kFlashBwdThreads = 256;  // the main kernel's block
+// One part's dK and dV: fp32, the block's threads x head_dim floats.
+inline long long flash_bwd_tail_part_floats(int head_dim) { return static_cast<long long>(kFlashBwdThreads) * head_dim; }
+inline long long flash_bwd_tail_parts_offset(const AttentionShape& s) {
+  return (flash_bwd_workspace_floats(s) + 3) / 4 * 4;  // float4 aligned
+}
+inline long long flash_bwd_workspace_floats(const AttentionShape& s, const FlashBwdTail& tail) {
+  if (tail.blocks == 0) return flash_bwd_workspace_floats(s);
+  return flash_bwd_tail_parts_offset(s) + 2LL * tail.ctas * flash_bwd_tail_part_floats(s.head_dim) + tail.blocks;
+}
+
+// Main-kernel blocks one SM holds at a time (its occupancy), for the tail plan's slots.
+cudaError_t flash_bwd_blocks_per_sm(DType dtype, int head_dim, int* blocks);
 
 // Raises the main kernel's dynamic shared-memory limit (once per instantiation and variant).
 cudaError_t flash_bwd_prepare(DType dtype, int head_dim, bool fused);
 
-// Enqueues the three kernels; the caller checks the launches.
+// Enqueues the three kernels (four with a tail: params.tail); the caller checks the launches.
 void flash_backward(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream);
 
 // For each tile of kFlashBwdBlockRows query rows, how many key blocks add into its dQ (the same

@@ -14,6 +14,8 @@ template <DType kDType, int kHeadDim>
 struct FlashBackward {
   // Raises the main kernel's dynamic shared-memory limit (the three-kernel or the fused variant).
   static cudaError_t prepare(bool fused);
+  // The three-kernel variant's main-kernel blocks per SM.
+  static cudaError_t blocks_per_sm(int* blocks);
   // Enqueues the three kernels.
   static void launch(const FlashBwdParams& params, cudaStream_t stream);
   // Enqueues the fused variant's memsets and its one kernel.

@@ -124,9 +124,30 @@ __device__ __forceinline__ void copy_rows(uint32_t tile, const typename Traits::
 }
 
 
-// The main kernel's body; its two kernels below give the variants their names in a trace.
+// dK and dV of a block's keys in registers: phase 2's part of them.
 template <typename Traits>
-__device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
+using KeyGradients = float[2][Traits::kDTiles / 2][4];
+
+template <typename Traits>
+__device__ __forceinline__ void store_dk_dv(const FlashBwdParams& p, int64_t kv_offset, int keys_here,
+                                            const KeyGradients<Traits>& dk, const KeyGradients<Traits>& dv, int warp,
+                                            int lane);
+template <typename Traits>
+__device__ __forceinline__ void finish_tail_part(const FlashBwdParams& p, int j, int cta, int64_t kv_offset,
+                                                 int keys_here, const KeyGradients<Traits>& dk,
+                                                 const KeyGradients<Traits>& dv, int warp, int lane);
+
+// A part of a block's walk, the tail kernel's (flash_bwd_tail_plan): tail block j, steps
+// [walk_begin, walk_end) of its row tiles, walked by tail CTA `cta`.
+struct WalkPart {
+  int key_block, kv_head, b;
+  int j, walk_begin, walk_end, cta;
+};
+
+// The main kernel's body (kPart: the tail kernel's part of one); its kernels below give the
+// variants their names in a trace.
+template <typename Traits, bool kPart = false>
+__device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_unused]] const WalkPart& part = {}) {
   using Element = typename Traits::Element;
   constexpr int kHeadDim = Traits::kHeadDim;
   constexpr int kBlockM = Traits::kBlockM;
@@ -144,9 +165,9 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   const int warp = tid >> 5;
   // The block's key block, K/V head and sequence (the grid's order: flash_bwd_grid).
   const bool heavy_first = flash_bwd_heavy_first(p.mask, flash_bwd_key_blocks(p.seq_kv));
-  const int key_block = static_cast<int>(heavy_first ? blockIdx.z : blockIdx.x);
-  const int kv_head = static_cast<int>(heavy_first ? blockIdx.x : blockIdx.y);
-  const int b = static_cast<int>(heavy_first ? blockIdx.y : blockIdx.z);
+  const int key_block = kPart ? part.key_block : static_cast<int>(heavy_first ? blockIdx.z : blockIdx.x);
+  const int kv_head = kPart ? part.kv_head : static_cast<int>(heavy_first ? blockIdx.x : blockIdx.y);
+  const int b = kPart ? part.b : static_cast<int>(heavy_first ? blockIdx.y : blockIdx.z);
   const int key0 = key_block * kBlockN;
   const int keys_here = min(kBlockN, p.seq_kv - key0);
   const int64_t kv_offset = ((static_cast<int64_t>(b) * p.heads_kv + kv_head) * p.seq_kv + key0) * kHeadDim;
@@ -156,7 +177,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   flash_bwd_query_span(p.mask, key0, key0 + keys_here - 1, p.seq_q, &first_row, &last_row);
   const int tile0 = first_row / kBlockM;
   const int tiles_per_head = last_row >= first_row ? last_row / kBlockM + 1 - tile0 : 0;
-  const int steps = tiles_per_head * p.group_size;
+  const int steps = kPart ? part.walk_end - part.walk_begin : tiles_per_head * p.group_size;
 
   // Phase 2's part: keys 32 (warp % 4) + 16 mt + ..., head-dim tiles (warp / 4) * kHalfTiles + dt.
   float dk[2][kHalfTiles][4], dv[2][kHalfTiles][4];
@@ -212,13 +233,16 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   // blocks of a head would otherwise all add into the same dQ rows at the same time (measured -4
   // to -8% there; no gain for flash's, whose d64 lost 0.5-3%: docs/perf/NOTES.md).
   const int tile_start = Traits::kFused && tiles_per_head > 0 ? key_block % tiles_per_head : 0;
-  if (steps > 0) load_step(0, tile_start, 0);
+  // A part of the walk starts at step walk_begin = head * tiles_per_head + tile.
+  const int head_begin = kPart ? part.walk_begin / tiles_per_head : 0;
+  const int tile_begin = kPart ? part.walk_begin - head_begin * tiles_per_head : tile_start;
+  if (steps > 0) load_step(head_begin, tile_begin, 0);
   cp_async_commit();
 
   const float scale_log2 = p.scale * kLog2e;
   const int g = lane >> 2;  // the C fragment's row within the warp's 16 (and + 8)
   const int t = lane & 3;   // its column pair
-  int next_head = 0, next_tile = tile_start, next_walked = 0;
+  int next_head = head_begin, next_tile = tile_begin, next_walked = tile_begin - tile_start;
   for (int step = 0; step < steps; ++step) {
     const int stage = step & 1;
     // This step's head and tile, and the next step's.
@@ -492,26 +516,55 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p) {
   }
   cp_async_wait<0>();
 
-  // dK and dV of the block's keys (dS was scaled already: dK = scale dS^T Q).
-  {
-    const int wk = warp & 3;
-    const int dt0 = (warp >> 2) * kHalfTiles;
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int key = wk * 32 + mt * 16 + g + 8 * half;
-        if (key >= keys_here) continue;
-        const int64_t at = kv_offset + static_cast<int64_t>(key) * kHeadDim + dt0 * 8 + 2 * t;
-        Element* dk_row = static_cast<Element*>(p.dk) + at;
-        Element* dv_row = static_cast<Element*>(p.dv) + at;
-#pragma unroll
-        for (int dt = 0; dt < kHalfTiles; ++dt) {
-          *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<Element>(dk[mt][dt][2 * half], dk[mt][dt][2 * half + 1]);
-          *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<Element>(dv[mt][dt][2 * half], dv[mt][dt][2 * half + 1]);
-        }
-      }
+  // dK and dV of the block's keys: stored, or a part of them (the tail's) added up.
+  if constexpr (kPart) {
+    if (part.walk_begin > 0 || part.walk_end < tiles_per_head * p.group_size) {
+      finish_tail_part<Traits>(p, part.j, part.cta, kv_offset, keys_here, dk, dv, warp, lane);
+      return;
+    }
   }
+  store_dk_dv<Traits>(p, kv_offset, keys_here, dk, dv, warp, lane);
+}
+
+// dK and dV of the keys of the block at kv_offset (dS was scaled already: dK = scale dS^T Q). The
+// caller's warp and lane: the main kernel's code stays as measured (recomputing them here changed
+// its shifts' signedness, and ptxas's schedule with it: +2%).
+template <typename Traits>
+__device__ __forceinline__ void store_dk_dv(const FlashBwdParams& p, int64_t kv_offset, int keys_here,
+                                            const KeyGradients<Traits>& dk, const KeyGradients<Traits>& dv, int warp,
+                                            int lane) {
+  using Element = typename Traits::Element;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  constexpr int kHalfTiles = Traits::kDTiles / 2;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int wk = warp & 3;
+  const int dt0 = (warp >> 2) * kHalfTiles;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int key = wk * 32 + mt * 16 + g + 8 * half;
+      if (key >= keys_here) continue;
+      const int64_t at = kv_offset + static_cast<int64_t>(key) * kHeadDim + dt0 * 8 + 2 * t;
+      Element* dk_row = static_cast<Element*>(p.dk) + at;
+      Element* dv_row = static_cast<Element*>(p.dv) + at;
+#pragma unroll
+      for (int dt = 0; dt < kHalfTiles; ++dt) {
+        *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<Element>(dk[mt][dt][2 * half], dk[mt][dt][2 * half + 1]);
+        *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<Element>(dv[mt][dt][2 * half], dv[mt][dt][2 * half + 1]);
+      }
+    }
+}
+
+template <typename Traits>
+__device__ __forceinline__ void zero(KeyGradients<Traits>& x) {
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int dt = 0; dt < Traits::kDTiles / 2; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x[mt][dt][e] = 0.f;
 }
 
 template <typename Traits>
@@ -520,7 +573,108 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // cp.async, bf16 mma.sync and ldmatrix need sm_80
 #else
+#if __CUDA_ARCH__ >= 900
+  // The tail kernel (a programmatic dependent launch) may start once every block of this grid has
+  // started: its blocks take the SMs this grid's last blocks leave.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+  // Blocks from p.tail.first_block on (grid order: key blocks fastest) are the tail kernel's.
+  if (p.tail.blocks > 0 &&
+      static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) >= p.tail.first_block)
+    return;
   dq_dk_dv_block<Traits>(p);
+#endif
+}
+// A part of tail block j (CTA `cta`'s) is done: its dK and dV go to the part's slot; the last
+// part to arrive adds every part's, in CTA order (the same sums whatever the arrival order), and
+// stores them.
+template <typename Traits>
+__device__ __forceinline__ void finish_tail_part(const FlashBwdParams& p, int j, int cta, int64_t kv_offset,
+                                                 int keys_here, const KeyGradients<Traits>& dk,
+                                                 const KeyGradients<Traits>& dv, int warp, int lane) {
+  constexpr int kHalfTiles = Traits::kDTiles / 2;
+  constexpr int kThreads = Traits::kThreads;
+  constexpr int kPartFloat4s = 2 * 2 * kHalfTiles;  // dK then dV, float4s per thread
+  static_assert(kThreads * kPartFloat4s * 4 == kFlashBwdThreads * Traits::kHeadDim,
+                "flash_bwd_tail_part_floats counts this part");
+  const int tid = static_cast<int>(threadIdx.x);
+  auto part = [&](int c) {
+    return reinterpret_cast<float4*>(p.tail_parts) +
+           static_cast<int64_t>(flash_bwd_tail_slot(p.tail, c, j)) * kThreads * kPartFloat4s + tid;
+  };
+  float4* mine = part(cta);
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int dt = 0; dt < kHalfTiles; ++dt) {
+      mine[(mt * kHalfTiles + dt) * kThreads] = make_float4(dk[mt][dt][0], dk[mt][dt][1], dk[mt][dt][2], dk[mt][dt][3]);
+      mine[((2 + mt) * kHalfTiles + dt) * kThreads] =
+          make_float4(dv[mt][dt][0], dv[mt][dt][1], dv[mt][dt][2], dv[mt][dt][3]);
+    }
+  int first = 0, last = 0;
+  flash_bwd_tail_ctas(p.tail, j, &first, &last);
+  __shared__ bool is_last;
+  __threadfence();  // this part is visible device-wide before it counts itself in
+  __syncthreads();
+  if (tid == 0) is_last = atomicAdd(p.tail_arrivals + j, 1) == last - first;
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  // Every part from its slot, this one's too (its registers are dead by now: fewer live at once).
+  KeyGradients<Traits> sum_k, sum_v;
+  zero<Traits>(sum_k);
+  zero<Traits>(sum_v);
+  for (int c = first; c <= last; ++c) {
+    const float4* from = part(c);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int dt = 0; dt < kHalfTiles; ++dt) {
+        const float4 k4 = __ldcg(from + (mt * kHalfTiles + dt) * kThreads);
+        const float4 v4 = __ldcg(from + ((2 + mt) * kHalfTiles + dt) * kThreads);
+        sum_k[mt][dt][0] += k4.x;
+        sum_k[mt][dt][1] += k4.y;
+        sum_k[mt][dt][2] += k4.z;
+        sum_k[mt][dt][3] += k4.w;
+        sum_v[mt][dt][0] += v4.x;
+        sum_v[mt][dt][1] += v4.y;
+        sum_v[mt][dt][2] += v4.z;
+        sum_v[mt][dt][3] += v4.w;
+      }
+  }
+  store_dk_dv<Traits>(p, kv_offset, keys_here, sum_k, sum_v, warp, lane);
+}
+
+// flash's tail (flash_bwd_tail_plan): CTA c walks steps [begin(c), begin(c + 1)) of the last
+// p.tail.blocks blocks, flattened in block order; a block it walks whole it stores itself.
+// Launched as a programmatic dependent of the main kernel; it waits for that grid before it ends,
+// so that what follows in the stream (the dQ conversion) sees both grids' additions.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_tail_kernel(const __grid_constant__ FlashBwdParams p) {
+  static_assert(!Traits::kFused);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // launched on sm_90 only (flash_backward)
+#else
+  const FlashBwdTail& t = p.tail;
+  const int cta = static_cast<int>(blockIdx.x);
+  const long long run_end = t.begin(cta + 1);
+  const int key_blocks = flash_bwd_key_blocks(p.seq_kv);
+  for (long long s = t.begin(cta); s < run_end;) {
+    WalkPart part;
+    part.j = static_cast<int>(s / t.steps);
+    const long long block_start = static_cast<long long>(part.j) * t.steps;
+    part.walk_begin = static_cast<int>(s - block_start);
+    part.walk_end = static_cast<int>(min(static_cast<long long>(t.steps), run_end - block_start));
+    part.cta = cta;
+    const int linear = t.first_block + part.j;
+    part.key_block = linear % key_blocks;
+    part.kv_head = (linear / key_blocks) % p.heads_kv;
+    part.b = linear / key_blocks / p.heads_kv;
+    __syncthreads();  // every warp is done with the previous part's shared memory
+    dq_dk_dv_block<Traits, true>(p, part);
+    s = block_start + part.walk_end;
+  }
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
 
@@ -536,11 +690,14 @@ __global__ void __launch_bounds__(Traits::kThreads) efficient_bwd_fused_kernel(c
 }
 
 // D = rowsum(dO * O) for each query row (one warp per row), the row's lse in log2 units, and that
-// row of the dQ accumulator zeroed; a row that saw no key (lse -inf) gets D = 0 and lse +inf (its
+// row of the dQ accumulator zeroed (and the tail's arrival counters); a row that saw no key (lse -inf) gets D = 0 and lse +inf (its
 // P is 0).
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_constant__ FlashBwdParams p) {
   constexpr int kPerLane = kHeadDim / 32;
+  if (blockIdx.x == 0)
+    for (int i = static_cast<int>(threadIdx.x); i < p.tail.blocks; i += static_cast<int>(blockDim.x))
+      p.tail_arrivals[i] = 0;
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.seq_q;

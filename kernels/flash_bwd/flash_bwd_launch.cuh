@@ -26,8 +26,20 @@ cudaError_t FlashBackward<kDType, kHeadDim>::prepare(bool fused) {
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
   }
   using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, false>;
-  return cudaFuncSetAttribute(flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              Traits::kSmemBytes);
+  for (const auto kernel : {&flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>, &flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>})
+    if (const cudaError_t status =
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+        status != cudaSuccess)
+      return status;
+  return cudaSuccess;
+}
+
+template <DType kDType, int kHeadDim>
+cudaError_t FlashBackward<kDType, kHeadDim>::blocks_per_sm(int* blocks) {
+  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, false>;
+  static_assert(Traits::kThreads == kFlashBwdThreads);
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>,
+                                                       Traits::kThreads, Traits::kSmemBytes);
 }
 
 template <DType kDType, int kHeadDim>
@@ -56,6 +68,23 @@ void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaS
   const dim3 grid(main_grid(params));
   flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
   if (cudaPeekAtLastError() != cudaSuccess) return;
+  if (params.tail.blocks > 0) {
+    // The tail as a programmatic dependent launch (sm_90): its blocks start as the main grid's
+    // last blocks finish, not after all of them.
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(params.tail.ctas));
+    config.blockDim = dim3(Traits::kThreads);
+    config.dynamicSmemBytes = Traits::kSmemBytes;
+    config.stream = stream;
+    cudaLaunchAttribute attribute = {};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    // A failure stays in the runtime's last error, which the caller checks.
+    (void)cudaLaunchKernelEx(&config, flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>, params);
+    if (cudaPeekAtLastError() != cudaSuccess) return;
+  }
   const long long pairs = rows * kHeadDim / 2;
   const unsigned blocks = static_cast<unsigned>(std::min<long long>((pairs + 255) / 256, 132LL * 16));
   flash_bwd::flash_bwd_convert_dq_kernel<Element<kDType>, kHeadDim><<<blocks, 256, 0, stream>>>(params);

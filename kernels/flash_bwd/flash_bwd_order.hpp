@@ -52,4 +52,76 @@ inline FlashBwdGrid flash_bwd_grid(const MaskBounds& m, int seq_kv, int heads_kv
   return {u(key_blocks), u(heads_kv), u(batch)};
 }
 
+// Query rows per step of the main kernel: 128 for flash (not fused) at head dim 64, else 64.
+ATTNPROF_HOST_DEVICE inline int flash_bwd_step_rows(int head_dim, bool fused) {
+  return !fused && head_dim == 64 ? 2 * kFlashBwdBlockRows : kFlashBwdBlockRows;
+}
+
+// The tail of flash's (not fused) backward, stream-K style. Without a mask band every block walks
+// the same steps, one block per SM at a time, so a last wave of r blocks on s slots costs a whole
+// block's time (measured: 100 blocks in the last wave cost 96% of a full one). The tail kernel
+// takes the last `blocks` blocks instead and gives each of its `ctas` blocks an equal run of their
+// steps, flattened in block order: CTA c walks steps [begin(c), begin(c + 1)), parts of at most a
+// few blocks. A block walked by several CTAs has each part's dK and dV (fp32) in a slot of the
+// workspace; the last part to arrive adds them in CTA order (deterministic) and stores them.
+struct FlashBwdTail {
+  int first_block = 0;  // the blocks before it run in the main kernel (grid order, key blocks fastest)
+  int blocks = 0;       // blocks the tail kernel walks; 0: no tail kernel
+  int ctas = 0;         // the tail kernel's blocks
+  int steps = 0;        // steps every block walks
+  ATTNPROF_HOST_DEVICE long long begin(int cta) const {
+    return static_cast<long long>(blocks) * steps * cta / ctas;
+  }
+};
+
+// The CTAs that walk part of tail block j: [*first, *last] (the ranges are contiguous).
+ATTNPROF_HOST_DEVICE inline void flash_bwd_tail_ctas(const FlashBwdTail& t, int j, int* first, int* last) {
+  const long long lo = static_cast<long long>(j) * t.steps, hi = lo + t.steps;
+  // CTA c begins at floor(total c / ctas): the last c whose begin is <= lo, and the last whose begin is < hi.
+  const long long total = static_cast<long long>(t.blocks) * t.steps;
+  int c = static_cast<int>(lo * t.ctas / total);
+  while (c + 1 < t.ctas && t.begin(c + 1) <= lo) ++c;
+  while (c > 0 && t.begin(c) > lo) --c;
+  *first = c;
+  while (c + 1 < t.ctas && t.begin(c + 1) < hi) ++c;
+  *last = c;
+}
+
+// Slot of CTA c's part of tail block j: a CTA has at most two parts that share a block (its first
+// and its last); 2c when its run starts inside block j, else 2c + 1.
+ATTNPROF_HOST_DEVICE inline int flash_bwd_tail_slot(const FlashBwdTail& t, int cta, int j) {
+  return t.begin(cta) >= static_cast<long long>(j) * t.steps ? 2 * cta : 2 * cta + 1;
+}
+
+// Steps a part of a block costs beyond the block's own (loading K and V, the pipeline's start,
+// writing and adding the parts' dK and dV): the planning margin.
+inline constexpr int kFlashBwdTailOverheadSteps = 2;
+
+// The tail for a problem on `slots` concurrent main-kernel blocks (SMs x blocks per SM). The last
+// partial wave becomes the tail (with one full wave more when it holds under half the slots, so
+// that a CTA's run stays near a block); taken when it is predicted to save at least 3% of the
+// tail's time and each CTA walks 8 steps or more. `forced` (tests, measurements) takes any tail
+// that gives each CTA a step.
+inline FlashBwdTail flash_bwd_tail_plan(const MaskBounds& m, int seq_q, int seq_kv, int heads_kv, int batch,
+                                        int group_size, int step_rows, int slots, bool forced = false) {
+  FlashBwdTail t;
+  const long long total = static_cast<long long>(flash_bwd_key_blocks(seq_kv)) * heads_kv * batch;
+  t.first_block = static_cast<int>(total);
+  if (m.bounded() || slots <= 0 || total <= 0 || seq_q <= 0) return t;
+  const long long remainder = total % slots;
+  if (remainder == 0) return t;
+  long long blocks = remainder;
+  if (2 * remainder < slots && total >= remainder + slots) blocks += slots;
+  const long long steps = static_cast<long long>((seq_q + step_rows - 1) / step_rows) * group_size;
+  const long long per_cta = (blocks * steps + slots - 1) / slots;
+  const long long rounds = (blocks + slots - 1) / slots;
+  if (blocks * steps < slots) return t;  // a CTA without a step
+  if (!forced && (per_cta < 8 || 100 * (per_cta + kFlashBwdTailOverheadSteps) > 97 * rounds * steps)) return t;
+  t.blocks = static_cast<int>(blocks);
+  t.first_block = static_cast<int>(total - blocks);
+  t.ctas = slots;
+  t.steps = static_cast<int>(steps);
+  return t;
+}
+
 }  // namespace attnprof::kernels

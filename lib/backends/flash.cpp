@@ -13,7 +13,11 @@
 // - backward (dense batches, bf16/fp16, head dims 64 and 128, GQA, causal either way, windows):
 //   kernels/flash_bwd, FlashAttention-2 style, three kernels: dot(dO, O) with the fp32 dQ
 //   accumulator zeroed, the dQ dK dV kernel (P recomputed from the forward's logsumexp, dQ by
-//   atomic adds), dQ converted to the input's type.
+//   atomic adds), dQ converted to the input's type. Where the main kernel's last wave would leave
+//   SMs idle for a whole block (no mask band, long rows), a fourth kernel walks the last blocks in
+//   equal runs of steps (stream-K; kernels/flash_bwd/flash_bwd_order.hpp). For measuring and
+//   testing it, ATTNPROF_FLASH_BWD_SLOTS=N (0-4096; read at prepare) plans it for N concurrent blocks
+//   and takes any tail (0: none).
 // flash:hopper: the Hopper-native forward (kernels/flash_hopper: wgmma, TMA, a producer and two
 // consumer warpgroups, setmaxnreg) for dense batches on compute capability 9.0; bf16/fp16, head
 // dims 64 and 128, GQA, causal and windows in either alignment. No backward.
@@ -66,6 +70,19 @@ int decode_splits_override() {
     return static_cast<int>(value);
   }();
   return splits;
+}
+
+// ATTNPROF_FLASH_BWD_SLOTS: the backward's tail planned as if N main-kernel blocks ran at a time,
+// any tail taken (tests run the tail kernel on small problems with it; 0: none); -1 when unset.
+// Read at each backward prepare().
+int flash_bwd_slots_override() {
+  const char* text = std::getenv("ATTNPROF_FLASH_BWD_SLOTS");
+  if (text == nullptr || *text == '\0') return -1;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 4096)
+    throw std::invalid_argument(fmt::format("ATTNPROF_FLASH_BWD_SLOTS={}: expected a number of blocks in 0-4096", text));
+  return static_cast<int>(value);
 }
 
 // Ragged or paged: the prefill path takes the varlen kernel (per-sequence lengths and bands).
@@ -195,6 +212,12 @@ class FlashBackend final : public AttentionBackend {
     const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
     params.d_sum = params.dq_accum + rows * s.head_dim;
     params.lse_log2 = params.d_sum + rows;
+    params.tail = backward_tail_;
+    if (backward_tail_.blocks > 0) {
+      params.tail_parts = params.dq_accum + kernels::flash_bwd_tail_parts_offset(s);
+      params.tail_arrivals = reinterpret_cast<int*>(
+          params.tail_parts + 2LL * backward_tail_.ctas * kernels::flash_bwd_tail_part_floats(s.head_dim));
+    }
     kernels::flash_backward(params, problem.dtype, s.head_dim, stream);
     CUDA_CHECK_LAUNCH();
   }
@@ -232,14 +255,31 @@ class FlashBackend final : public AttentionBackend {
   }
 
  private:
-  // The backward's instantiation and its workspace (the fp32 dQ accumulator and D = rowsum(dO O)).
+  // The backward's instantiation, its tail (kernels/flash_bwd/flash_bwd_order.hpp: on sm_90, from
+  // the SMs and the main kernel's blocks per SM) and its workspace (the fp32 dQ accumulator, D =
+  // rowsum(dO O), the tail's parts).
   void prepare_backward(const AttentionProblem& problem) {
-    const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
-    if (backward_prepared_.count(key) == 0) {
-      CUDA_CHECK(kernels::flash_bwd_prepare(problem.dtype, problem.shape.head_dim, false));
-      backward_prepared_.insert(key);
+    const AttentionShape& s = problem.shape;
+    const auto key = std::make_pair(problem.dtype, s.head_dim);
+    auto found = backward_blocks_per_sm_.find(key);
+    if (found == backward_blocks_per_sm_.end()) {
+      CUDA_CHECK(kernels::flash_bwd_prepare(problem.dtype, s.head_dim, false));
+      int blocks_per_sm = 0;
+      CUDA_CHECK(kernels::flash_bwd_blocks_per_sm(problem.dtype, s.head_dim, &blocks_per_sm));
+      found = backward_blocks_per_sm_.emplace(key, blocks_per_sm).first;
     }
-    backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(problem.shape)) *
+    int device = 0, major = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (sm_count_ == 0) CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+    const int forced = flash_bwd_slots_override();
+    const int slots = forced >= 0 ? forced : sm_count_ * found->second;
+    backward_tail_ = major >= 9 ? kernels::flash_bwd_tail_plan(mask_bounds(problem), s.seq_q, s.seq_kv, s.kv_heads(),
+                                                               s.batch, s.group_size(),
+                                                               kernels::flash_bwd_step_rows(s.head_dim, false), slots,
+                                                               forced >= 0)
+                                : kernels::FlashBwdTail{};
+    backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(s, backward_tail_)) *
                                 sizeof(float));
     backward_problem_ = problem;
   }
@@ -307,7 +347,8 @@ class FlashBackend final : public AttentionBackend {
   }
 
   std::set<std::tuple<DType, int, bool, bool>> prepared_;
-  std::set<std::pair<DType, int>> backward_prepared_;
+  std::map<std::pair<DType, int>, int> backward_blocks_per_sm_;  // prepared instantiations: main-kernel blocks per SM
+  kernels::FlashBwdTail backward_tail_;                           // the prepared problem's
   std::optional<AttentionProblem> backward_problem_;
   DeviceBuffer backward_workspace_;  // the backward's dQ accumulator and D, grown in prepare()
   std::map<std::pair<DType, int>, int> decode_blocks_per_sm_;

@@ -14,9 +14,9 @@
 #include "core/types.hpp"
 
 #if defined(__CUDACC__)
-#define ATTNPROF_HOST_DEVICE __host__ __device__ __forceinline__
+#define ATTNPROF_RANDOM_INLINE __host__ __device__ __forceinline__
 #else
-#define ATTNPROF_HOST_DEVICE inline
+#define ATTNPROF_RANDOM_INLINE inline
 #endif
 
 // The host path below relies on float arithmetic being done in float or exactly rounded from double.
@@ -48,13 +48,13 @@ constexpr std::uint64_t kTensorSalt = 0x6a09e667f3bcc909ull;  // fraction of sqr
 
 // Stafford's Mix13, the SplitMix64 output function: a bijection of 64-bit words in which every
 // output bit depends on every input bit.
-ATTNPROF_HOST_DEVICE std::uint64_t mix64(std::uint64_t z) {
+ATTNPROF_RANDOM_INLINE std::uint64_t mix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
-ATTNPROF_HOST_DEVICE std::uint32_t float_bits(float value) {
+ATTNPROF_RANDOM_INLINE std::uint32_t float_bits(float value) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(value);
 #else
@@ -64,7 +64,7 @@ ATTNPROF_HOST_DEVICE std::uint32_t float_bits(float value) {
 #endif
 }
 
-ATTNPROF_HOST_DEVICE float bits_float(std::uint32_t bits) {
+ATTNPROF_RANDOM_INLINE float bits_float(std::uint32_t bits) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(bits);
 #else
@@ -78,7 +78,7 @@ ATTNPROF_HOST_DEVICE float bits_float(std::uint32_t bits) {
 // of two floats is exact, and a double sum rounded to float is correctly rounded because
 // 53 >= 2*24 + 2 (double rounding is innocuous); the conversion to float between the steps
 // stops any compiler from fusing them.
-ATTNPROF_HOST_DEVICE float mul_rn(float a, float b) {
+ATTNPROF_RANDOM_INLINE float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(a, b);
 #else
@@ -86,7 +86,7 @@ ATTNPROF_HOST_DEVICE float mul_rn(float a, float b) {
 #endif
 }
 
-ATTNPROF_HOST_DEVICE float add_rn(float a, float b) {
+ATTNPROF_RANDOM_INLINE float add_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fadd_rn(a, b);
 #else
@@ -94,7 +94,7 @@ ATTNPROF_HOST_DEVICE float add_rn(float a, float b) {
 #endif
 }
 
-ATTNPROF_HOST_DEVICE float sub_rn(float a, float b) {
+ATTNPROF_RANDOM_INLINE float sub_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fsub_rn(a, b);
 #else
@@ -105,36 +105,36 @@ ATTNPROF_HOST_DEVICE float sub_rn(float a, float b) {
 }  // namespace counter_random
 
 // The key of one tensor's stream under `seed`.
-ATTNPROF_HOST_DEVICE std::uint64_t input_stream(std::uint64_t seed, InputTensor tensor) {
+ATTNPROF_RANDOM_INLINE std::uint64_t input_stream(std::uint64_t seed, InputTensor tensor) {
   using namespace counter_random;
   return mix64(seed ^ ((static_cast<std::uint64_t>(tensor) + 1) * kTensorSalt));
 }
 
 // 64 random bits for the element pair (2 * pair, 2 * pair + 1) of a stream: SplitMix64's output
 // at position `pair`. One hash serves two elements, halving the integer work of a fill.
-ATTNPROF_HOST_DEVICE std::uint64_t pair_bits(std::uint64_t stream, std::uint64_t pair) {
+ATTNPROF_RANDOM_INLINE std::uint64_t pair_bits(std::uint64_t stream, std::uint64_t pair) {
   return counter_random::mix64(stream + pair * counter_random::kGolden);
 }
 
 // The 32 bits of element `index` out of its pair's 64: the even element takes the high half.
-ATTNPROF_HOST_DEVICE std::uint32_t element_bits(std::uint64_t pair_hash, std::uint64_t index) {
+ATTNPROF_RANDOM_INLINE std::uint32_t element_bits(std::uint64_t pair_hash, std::uint64_t index) {
   return static_cast<std::uint32_t>((index & 1u) != 0 ? pair_hash : pair_hash >> 32);
 }
 
 // Uniform in [low, high) from 32 random bits (their top 24): low + (high - low) * j * 2^-24.
-ATTNPROF_HOST_DEVICE float uniform_from_bits(std::uint32_t bits, float low, float high) {
+ATTNPROF_RANDOM_INLINE float uniform_from_bits(std::uint32_t bits, float low, float high) {
   using namespace counter_random;
   const float unit = mul_rn(static_cast<float>(bits >> 8), 0x1p-24f);  // exact
   return add_rn(low, mul_rn(sub_rn(high, low), unit));
 }
 
 // Element `index` of a stream, uniform in [low, high), before rounding to the tensor's dtype.
-ATTNPROF_HOST_DEVICE float uniform_input(std::uint64_t stream, std::uint64_t index, float low, float high) {
+ATTNPROF_RANDOM_INLINE float uniform_input(std::uint64_t stream, std::uint64_t index, float low, float high) {
   return uniform_from_bits(element_bits(pair_bits(stream, index >> 1), index), low, high);
 }
 
 // float -> bf16 bits, round to nearest even; NaN stays a (quiet) NaN.
-ATTNPROF_HOST_DEVICE std::uint16_t round_to_bf16_bits(float value) {
+ATTNPROF_RANDOM_INLINE std::uint16_t round_to_bf16_bits(float value) {
   const std::uint32_t bits = counter_random::float_bits(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
   return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
@@ -142,7 +142,7 @@ ATTNPROF_HOST_DEVICE std::uint16_t round_to_bf16_bits(float value) {
 
 // float -> fp16 bits, round to nearest even, with subnormals, overflow to infinity and NaN,
 // in integers only.
-ATTNPROF_HOST_DEVICE std::uint16_t round_to_fp16_bits(float value) {
+ATTNPROF_RANDOM_INLINE std::uint16_t round_to_fp16_bits(float value) {
   const std::uint32_t bits = counter_random::float_bits(value);
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t magnitude = bits & 0x7fffffffu;
@@ -165,11 +165,11 @@ ATTNPROF_HOST_DEVICE std::uint16_t round_to_fp16_bits(float value) {
   return static_cast<std::uint16_t>(sign | (kept + round_up));
 }
 
-ATTNPROF_HOST_DEVICE float bf16_bits_value(std::uint16_t bits) {
+ATTNPROF_RANDOM_INLINE float bf16_bits_value(std::uint16_t bits) {
   return counter_random::bits_float(static_cast<std::uint32_t>(bits) << 16);
 }
 
-ATTNPROF_HOST_DEVICE float fp16_bits_value(std::uint16_t half) {
+ATTNPROF_RANDOM_INLINE float fp16_bits_value(std::uint16_t half) {
   const std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
   const std::uint32_t exponent = (half >> 10) & 0x1fu;
   const std::uint32_t mantissa = half & 0x3ffu;
@@ -182,16 +182,16 @@ ATTNPROF_HOST_DEVICE float fp16_bits_value(std::uint16_t half) {
 }
 
 // The 16-bit storage of `value` in a half-width dtype (bf16 or fp16).
-ATTNPROF_HOST_DEVICE std::uint16_t round_to_half_bits(DType dtype, float value) {
+ATTNPROF_RANDOM_INLINE std::uint16_t round_to_half_bits(DType dtype, float value) {
   return dtype == DType::bf16 ? round_to_bf16_bits(value) : round_to_fp16_bits(value);
 }
 
-ATTNPROF_HOST_DEVICE float half_bits_value(DType dtype, std::uint16_t bits) {
+ATTNPROF_RANDOM_INLINE float half_bits_value(DType dtype, std::uint16_t bits) {
   return dtype == DType::bf16 ? bf16_bits_value(bits) : fp16_bits_value(bits);
 }
 
 // `value` rounded to `dtype` (round to nearest even), as the float that holds it exactly.
-ATTNPROF_HOST_DEVICE float round_to_dtype(DType dtype, float value) {
+ATTNPROF_RANDOM_INLINE float round_to_dtype(DType dtype, float value) {
   return dtype == DType::fp32 ? value : half_bits_value(dtype, round_to_half_bits(dtype, value));
 }
 

@@ -7,6 +7,7 @@
 // this graph, and flash adds dQ with atomics, in whatever order the blocks arrive); backends without a backward refuse it with a reason; a sweep of backward cases
 // writes them, pass included, with the backward/forward ratio finding.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -17,6 +18,8 @@
 
 #include "backends/backend.hpp"
 #include "backends/cudnn_info.hpp"
+#include "core/mask_bounds.hpp"
+#include "flash_bwd/flash_bwd_order.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
 #include "gpu/device_memory.hpp"
@@ -135,6 +138,53 @@ TEST_P(Backward, MatchesTheFloat64ReferenceGradients) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Backward, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return name_of(info.param); });
+
+// flash:fa2's tail kernel (kernels/flash_bwd/flash_bwd_order.hpp: the last blocks walked in equal
+// runs by other blocks, parts of a block added by the last to arrive) on small problems, planned
+// for 7 concurrent blocks through ATTNPROF_FLASH_BWD_SLOTS: the float64 reference gradients, and
+// dK and dV bitwise equal run to run (the parts are added in a fixed order; dQ's atomics are not).
+TEST(FlashBwdTail, PartsAddUpToTheReferenceGradientsInAFixedOrder) {
+  if (query_device_properties(0).compute_major < 9) GTEST_SKIP() << "the tail kernel runs on compute capability 9.0 and up";
+  constexpr int kSlots = 7;
+  ASSERT_EQ(setenv("ATTNPROF_FLASH_BWD_SLOTS", std::to_string(kSlots).c_str(), 1), 0);
+  struct Unset {
+    ~Unset() { unsetenv("ATTNPROF_FLASH_BWD_SLOTS"); }
+  } unset;
+  const std::vector<BackwardCase> tail_cases = {
+      {1, 8, 2, 257, 257, 128, CausalMode::none, DType::bf16, "flash:fa2"},   // parts crossing blocks, GQA
+      {2, 4, 1, 128, 384, 64, CausalMode::none, DType::fp16, "flash:fa2"},    // 128-row steps, MQA
+      {1, 4, 4, 129, 1000, 64, CausalMode::none, DType::bf16, "flash:fa2"},   // seq_q < seq_kv, a short key block
+      {2, 4, 4, 17, 17, 128, CausalMode::none, DType::fp16, "flash:fa2"},     // blocks walked whole by the tail
+      {1, 4, 4, 200, 136, 128, CausalMode::none, DType::bf16, "flash:fa2"}};  // seq_q > seq_kv
+  for (const BackwardCase& c : tail_cases) {
+    const AttentionProblem p = problem_of(c);
+    const AttentionShape& s = p.shape;
+    const kernels::FlashBwdTail tail =
+        kernels::flash_bwd_tail_plan(mask_bounds(p), s.seq_q, s.seq_kv, s.kv_heads(), s.batch, s.group_size(),
+                                     kernels::flash_bwd_step_rows(s.head_dim, false), kSlots, true);
+    ASSERT_GT(tail.blocks, 0) << case_label(c.backend, p) << ": no tail planned, the test would not run it";
+    auto backend = find_backend(c.backend)->make();
+    if (auto why = backend->check_backward(p)) GTEST_SKIP() << *why;
+    CudaStream stream;
+    const std::uint64_t seed = std::random_device{}();
+    DeviceCase device(p, seed, stream.get());
+    const Verification v = run_and_verify(*backend, device, stream.get());
+    EXPECT_TRUE(v.passed) << case_label(c.backend, p) << " seed " << seed << ": " << v.detail;
+    std::printf("  %-60s tail of %d blocks in %d runs of %d-step blocks: dQ %.3e  dK %.3e  dV %.3e\n",
+                case_label(c.backend, p).c_str(), tail.blocks, tail.ctas, tail.steps, v.dq_relative_error,
+                v.dk_relative_error, v.dv_relative_error);
+    const std::vector<float> first = device.read_gradients(stream.get());
+    device.poison_gradients(stream.get());
+    backend->run_backward(p, device.backward_buffers(), stream.get());
+    CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    const std::vector<float> second = device.read_gradients(stream.get());
+    const std::size_t dq = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.head_dim;
+    ASSERT_EQ(first.size(), dq + 2 * static_cast<std::size_t>(s.batch) * s.kv_heads() * s.seq_kv * s.head_dim);
+    ASSERT_EQ(second.size(), first.size());
+    EXPECT_EQ(std::memcmp(first.data() + dq, second.data() + dq, (first.size() - dq) * sizeof(float)), 0)
+        << case_label(c.backend, p) << ": dK or dV differ run to run";
+  }
+}
 
 // The gradients are checked, not assumed: wrong ones (dK from another seed's run) fail.
 TEST(CudnnBackwardChecks, GradientsOfOtherInputsFailVerification) {
