@@ -7,6 +7,10 @@
 //                                P = exp(S - lse) from the forward's logsumexp; dK and dV
 //                                accumulate in registers, dQ goes to the fp32 accumulator with
 //                                atomic adds (so dQ's summation order varies run to run)
+//   flash_bwd_dq_dk_dv_tail_kernel  (sm_90, no mask band, when flash_bwd_tail_plan takes it) the
+//                                main kernel's last partial wave instead, one block per SM walking
+//                                equal runs of those blocks' steps (stream-K), launched as a
+//                                programmatic dependent of the main kernel
 //   flash_bwd_convert_dq_kernel  the accumulator to dQ in the input's type
 // The same main kernel also runs fused (the efficient backend's backward, one kernel after a
 // memset, like xformers' cutlassB): each step computes D = rowsum(dO * O) from an O tile itself,

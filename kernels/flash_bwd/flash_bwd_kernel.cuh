@@ -15,7 +15,9 @@
 //      accumulator (red.global.add, two floats at a time); the fused kernel and d64 run it between
 //      dV and dK instead (FlashAttention-2's order, Traits::kDqBetweenDvAndDk)
 // Under a causal mask the blocks start heaviest first (flash_bwd_order.hpp); the fused kernel's
-// blocks start their walks at staggered row tiles.
+// blocks start their walks at staggered row tiles. Without a mask band, the last partial wave of
+// blocks can go to the tail kernel (flash_bwd_tail_plan), whose blocks walk equal runs of their
+// steps: parts of the same body (WalkPart), added up by the last part to arrive.
 // Shared tiles are rows of 16-byte chunks, chunk c of row r stored at chunk c ^ (r % 8) (no
 // ldmatrix bank conflicts). Fused (Traits::kFused, the efficient backend's): D comes from an O
 // tile each step, and the block that brings a tile of dQ rows its last addition converts them
@@ -585,6 +587,7 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
   dq_dk_dv_block<Traits>(p);
 #endif
 }
+
 // A part of tail block j (CTA `cta`'s) is done: its dK and dV go to the part's slot; the last
 // part to arrive adds every part's, in CTA order (the same sums whatever the arrival order), and
 // stores them.
@@ -690,8 +693,8 @@ __global__ void __launch_bounds__(Traits::kThreads) efficient_bwd_fused_kernel(c
 }
 
 // D = rowsum(dO * O) for each query row (one warp per row), the row's lse in log2 units, and that
-// row of the dQ accumulator zeroed (and the tail's arrival counters); a row that saw no key (lse -inf) gets D = 0 and lse +inf (its
-// P is 0).
+// row of the dQ accumulator zeroed (block 0 also zeroes the tail's arrival counters); a row that
+// saw no key (lse -inf) gets D = 0 and lse +inf (its P is 0).
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_constant__ FlashBwdParams p) {
   constexpr int kPerLane = kHeadDim / 32;
