@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include "common/dependent_launch.cuh"
 #include "common/element_type.cuh"
 #include "decode/decode_instances.hpp"
 #include "decode/decode_kernel.cuh"
@@ -40,18 +41,9 @@ void DecodeForward<kDType, kHeadDim>::launch(const DecodeParams& params, cudaStr
   // The combine kernel as a programmatic dependent launch (sm_90): its launch overlaps the split
   // kernel's tail; it waits for the split kernel's writes (griddepcontrol.wait) before reading.
   const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(rows));  // one block per (b, h, i) row
-  config.blockDim = dim3(decode::kCombineThreads);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  // A failure stays in the runtime's last error, which the caller checks.
-  (void)cudaLaunchKernelEx(&config, decode::flash_decode_combine_kernel<Element<kDType>, kHeadDim>, params);
+  launch_dependent(decode::flash_decode_combine_kernel<Element<kDType>, kHeadDim>,
+                   dim3(static_cast<unsigned>(rows)),  // one block per (b, h, i) row
+                   dim3(decode::kCombineThreads), 0, stream, params);
 }
 
 }  // namespace attnprof::kernels

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/dependent_launch.cuh"
 #include "common/element_type.cuh"
 #include "flash_bwd/flash_bwd_instances.hpp"
 #include "flash_bwd/flash_bwd_kernel.cuh"
@@ -71,18 +72,8 @@ void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaS
   if (params.tail.blocks > 0) {
     // The tail as a programmatic dependent launch (sm_90): its blocks start as the main grid's
     // last blocks finish, not after all of them.
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(params.tail.ctas));
-    config.blockDim = dim3(Traits::kThreads);
-    config.dynamicSmemBytes = Traits::kSmemBytes;
-    config.stream = stream;
-    cudaLaunchAttribute attribute = {};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    // A failure stays in the runtime's last error, which the caller checks.
-    (void)cudaLaunchKernelEx(&config, flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>, params);
+    launch_dependent(flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>, dim3(static_cast<unsigned>(params.tail.ctas)),
+                     dim3(Traits::kThreads), Traits::kSmemBytes, stream, params);
     if (cudaPeekAtLastError() != cudaSuccess) return;
   }
   const long long pairs = rows * kHeadDim / 2;
