@@ -66,7 +66,7 @@ struct FlashBwdTraits {
   // Query rows per step. The fused kernel's dQ tiles (its arrival counters) are kFlashBwdBlockRows;
   // flash at head dim 64 walks 128 rows a step (FlashAttention-2's choice there): half the steps,
   // barriers and lse/D copies, for accumulators that still fit beside dK and dV.
-  static constexpr int kBlockM = !kFused_ && kHeadDim_ == 64 ? 2 * kFlashBwdBlockRows : kFlashBwdBlockRows;
+  static constexpr int kBlockM = flash_bwd_step_rows(kHeadDim_, kFused_);
   // Phase 1 (S, dP) and phase 3 (dQ): kWarpsM warps over the rows, 32 rows each; the rest over the
   // keys (phase 1) or the head dim (phase 3).
   static constexpr int kWarpsM = kBlockM / 32;

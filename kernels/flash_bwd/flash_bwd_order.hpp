@@ -53,7 +53,7 @@ inline FlashBwdGrid flash_bwd_grid(const MaskBounds& m, int seq_kv, int heads_kv
 }
 
 // Query rows per step of the main kernel: 128 for flash (not fused) at head dim 64, else 64.
-ATTNPROF_HOST_DEVICE inline int flash_bwd_step_rows(int head_dim, bool fused) {
+ATTNPROF_HOST_DEVICE constexpr int flash_bwd_step_rows(int head_dim, bool fused) {
   return !fused && head_dim == 64 ? 2 * kFlashBwdBlockRows : kFlashBwdBlockRows;
 }
 
