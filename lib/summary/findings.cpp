@@ -341,6 +341,30 @@ void split_kv_findings(CaseSummary& c) {
         {"splits", splits}}});
 }
 
+// A stream-K tail (flash's backward, kernels/flash_bwd): a second kernel of one block per SM
+// walks the main kernel's last partial wave in equal runs of steps, so that no SM waits a whole
+// block time at the end; its share of the time is what the tail costs. Kernels named
+// *_tail_kernel are such tails (the idle_sms finding skips their cases).
+void stream_k_tail_findings(CaseSummary& c) {
+  const NamedKernels tails = kernels_named(c, {"_tail_kernel"});
+  const KernelSummary* main = c.dominant_kernel();
+  if (tails.kernels.empty() || main == nullptr || contains(lower(main->name), "_tail_kernel")) return;
+  const std::string tail_name = tails.kernels[0]["name"].get<std::string>();
+  long long ctas = 0;
+  for (const KernelSummary& k : c.kernels)
+    if (k.name == tail_name) ctas = static_cast<long long>(k.grid[0]) * k.grid[1] * k.grid[2];
+  const double total = c.gpu_busy_us_per_iter > 0 ? c.gpu_busy_us_per_iter : c.median_us;
+  const double share = total > 0 ? 100.0 * tails.us / total : 0;
+  c.findings.push_back(
+      {"stream_k_tail",
+       fmt::format("{}'s last partial wave of blocks runs as {}: {} blocks (one per SM) walk those blocks' steps in "
+                   "equal runs (stream-K), so no SM waits a whole block time at the end; the tail takes {:.1f} us of "
+                   "{:.1f} us per iteration ({:.0f}%)",
+                   shorten_name(main->name), shorten_name(tail_name), ctas > 0 ? std::to_string(ctas) : "its",
+                   tails.us, total, share),
+       {{"main_kernel", main->name}, {"tail_kernels", tails.kernels}, {"tail_blocks", ctas}, {"tail_percent", share}}});
+}
+
 // ---- A backward's findings: how dQ is accumulated, whether P is stored, what it zeroes ----
 
 // Megabytes, or bytes when fewer than 0.1 MB (a 4-byte memset is not "0.0 MB").
@@ -592,6 +616,7 @@ void add_findings(CaseSummary& c) {
   padded_batch_findings(c);
   gathered_pages_findings(c);
   split_kv_findings(c);
+  stream_k_tail_findings(c);
   dq_accumulator_findings(c);
   workspace_memset_findings(c);
   score_matrix_findings(c);

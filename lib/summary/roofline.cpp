@@ -1,6 +1,8 @@
 #include "summary/roofline.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -37,10 +39,15 @@ void roofline_finding(CaseSummary& c, const Roofs& roofs) {
 }
 
 // The dominant kernel's grid against the SMs: fewer blocks than SMs leaves SMs idle for the whole
-// kernel; a last partial wave leaves them idle at its end.
+// kernel; a last partial wave leaves them idle at its end. Not where a stream-K tail kernel
+// (*_tail_kernel, the stream_k_tail finding) walks that last wave: the grid then counts blocks
+// that leave at once.
 void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
   const KernelSummary* k = c.dominant_kernel();
   if (k == nullptr || device.sm_count <= 0 || !k->occupancy_valid || k->active_blocks_per_sm <= 0) return;
+  if (std::any_of(c.kernels.begin(), c.kernels.end(),
+                  [](const KernelSummary& x) { return x.name.find("_tail_kernel") != std::string::npos; }))
+    return;
   const double blocks = static_cast<double>(k->grid[0]) * k->grid[1] * k->grid[2];
   if (blocks <= 0) return;
   const double per_wave = static_cast<double>(device.sm_count) * k->active_blocks_per_sm;

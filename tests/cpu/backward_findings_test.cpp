@@ -96,6 +96,29 @@ CaseSummary cudnn_backward() {
              {{"memset", 1, kAccumulatorBytes, 3.0, "cuMemsetD8Async"}});
 }
 
+// flash's backward with its stream-K tail (2x16x4096 non-causal on an H200: the main kernel's last
+// 100 blocks walked by 132 blocks in equal runs): the tail and its share are said; without the
+// tail kernel nothing is.
+TEST(BackwardFindings, TheStreamKTailKernelAndItsShare) {
+  KernelSummary tail = kernel("void attnprof::kernels::flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>(Params)", 250.0);
+  tail.grid = {132, 1, 1};
+  CaseSummary c = ran("flash", training_problem(),
+                      {kernel("void attnprof::kernels::flash_bwd_dq_dk_dv_kernel<Traits>(Params)", 500.0), tail,
+                       kernel("void attnprof::kernels::flash_bwd_dot_do_o_kernel<Traits>(Params)", 10.0),
+                       kernel("void attnprof::kernels::flash_bwd_convert_dq_kernel<Traits>(Params)", 6.0)});
+  add_findings(c);
+  const Finding* f = finding(c, "stream_k_tail");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(says(f, "flash_bwd_dq_dk_dv_kernel's last partial wave of blocks runs as flash_bwd_dq_dk_dv_tail_kernel: "
+                      "132 blocks (one per SM)"))
+      << f->message;
+  EXPECT_TRUE(says(f, "the tail takes 250.0 us of 766.0 us per iteration (33%)")) << f->message;
+  EXPECT_EQ(f->evidence["tail_blocks"].get<long long>(), 132);
+  CaseSummary plain = flash_backward();
+  add_findings(plain);
+  EXPECT_EQ(finding(plain, "stream_k_tail"), nullptr);
+}
+
 TEST(BackwardFindings, FlashsFp32DqAccumulatorZeroedInDotDoOAndConverted) {
   CaseSummary c = flash_backward();
   add_findings(c);

@@ -112,6 +112,34 @@ TEST(Roofline, AGridOfFewerBlocksThanSmsLeavesThemIdle) {
   EXPECT_EQ(finding(s.cases[0], "idle_sms"), nullptr);
 }
 
+// A last partial wave (320 blocks: 2.42 waves of 132) is idle SMs, unless a stream-K tail kernel
+// walks it: the main grid then counts blocks that leave at once.
+TEST(Roofline, NoIdleLastWaveWhereATailKernelWalksIt) {
+  AttentionProblem p;
+  p.shape = {1, 5, 8192, 8192, 128};
+  p.pass = AttentionPass::backward;
+  CaseSummary c = ran(p, 7000.0);
+  KernelSummary main;
+  main.name = "void attnprof::kernels::flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>(Params)";
+  main.grid = {64, 5, 1};
+  main.per_iter = 1;
+  main.gpu_us_per_iter = 6000.0;
+  main.occupancy_valid = true;
+  main.active_blocks_per_sm = 1;
+  c.kernels = {main};
+  RunSummary s = one_case_summary(c);
+  place_on_roofline(s);
+  ASSERT_NE(finding(s.cases[0], "idle_sms"), nullptr);
+  KernelSummary tail = main;
+  tail.name = "void attnprof::kernels::flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>(Params)";
+  tail.grid = {132, 1, 1};
+  tail.gpu_us_per_iter = 900.0;
+  s.cases[0].kernels.push_back(tail);
+  s.cases[0].findings.clear();
+  place_on_roofline(s);
+  EXPECT_EQ(finding(s.cases[0], "idle_sms"), nullptr);
+}
+
 TEST(Findings, KvRepeatedForGroupedHeadsAndFlopsOutsideTheMask) {
   AttentionProblem p;
   p.shape = {1, 32, 2048, 2048, 128, 8};
