@@ -33,7 +33,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-features=NetworkTimeServiceQuerying", "--force-device-scale-factor=1", "--hide-scrollbars",
                   "--enable-logging=stderr", "--v=0"]
 CONTROL_URL = "http://127.0.0.1:9/attnprof-control.png"  # the discard port: refused at once, but requested
-WINDOW = (1280, 3800)  # taller than the sample's page, which the screenshot check asserts
+WINDOW = (1280, 6000)  # taller than the sample's page, which the screenshot check asserts
 
 failures = []
 
@@ -315,12 +315,17 @@ def main():
     with open(args.summary, encoding="utf-8") as f:
         summary = json.load(f)
 
+    # The second page is drawn from a copy without the recorded roofs, so that it shows the
+    # roofs-unknown note.
+    without_roofs = os.path.join(work, "summary_without_roofs.json")
+    with open(without_roofs, "w", encoding="utf-8") as f:
+        json.dump({k: v for k, v in summary.items() if k != "roofs"}, f)
     pages = {
-        "report": (["--roofs", *H200_ROOFS], False, True),
-        "occupancy": (["--synthetic-achieved-occupancy"], True, False),
+        "report": (["--roofs", *H200_ROOFS], False, True, args.summary),
+        "occupancy": (["--synthetic-achieved-occupancy"], True, False, without_roofs),
     }
-    for name, (options, _, _) in pages.items():
-        subprocess.run([args.page_writer, args.summary, os.path.join(work, f"{name}.html"), *options], check=True)
+    for name, (options, _, _, source) in pages.items():
+        subprocess.run([args.page_writer, source, os.path.join(work, f"{name}.html"), *options], check=True)
     with open(os.path.join(work, "report.html"), encoding="utf-8") as f:
         report = f.read()
     without_csp = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n?', "", report)
@@ -334,7 +339,7 @@ def main():
         return "file://" + os.path.join(work, f"{name}.html")
 
     # DOM of each page, each run with its own net log.
-    for name, (_, achieved_everywhere, roofs_known) in pages.items():
+    for name, (_, achieved_everywhere, roofs_known, _) in pages.items():
         dom, stderr, net_log = run_chromium(chromium, work, f"{name}-dom", url(name), ["--dump-dom"])
         with open(os.path.join(work, f"{name}.dom.html"), "w", encoding="utf-8") as f:
             f.write(dom)

@@ -36,17 +36,18 @@ std::size_t marks(const std::string& page, const std::string& name) { return cou
 TEST(HtmlReport, ARowPerCaseAndEachChartsMarksForTheSample) {
   const RunSummary s = sample_summary();
   const std::string page = render_html_report(s, {kH200, ""});
-  EXPECT_EQ(count(page, "<tr class=\"case\""), 4u);
+  // Five cases: math, manual:out_of_place, manual:in_place, flash:fa2, flash:hopper.
+  EXPECT_EQ(count(page, "<tr class=\"case\""), 5u);
   // gpu-time: compute for each case, plus the out-of-place case's memcpy.
-  EXPECT_EQ(count(chart(page, "gpu-time"), "class=\"bar-row\""), 4u);
-  EXPECT_EQ(marks(page, "gpu-time"), 5u);
+  EXPECT_EQ(count(chart(page, "gpu-time"), "class=\"bar-row\""), 5u);
+  EXPECT_EQ(marks(page, "gpu-time"), 6u);
   EXPECT_EQ(count(chart(page, "gpu-time"), "data-category=\"memcpy\""), 1u);
-  // tflops: one problem, four backends.
+  // tflops: one problem, five backends.
   EXPECT_EQ(count(chart(page, "tflops"), "class=\"bar-group\""), 1u);
-  EXPECT_EQ(marks(page, "tflops"), 4u);
-  EXPECT_EQ(count(chart(page, "tflops"), "class=\"legend-item\""), 4u);
+  EXPECT_EQ(marks(page, "tflops"), 5u);
+  EXPECT_EQ(count(chart(page, "tflops"), "class=\"legend-item\""), 5u);
   // roofline: a point per case under two roofs.
-  EXPECT_EQ(marks(page, "roofline"), 4u);
+  EXPECT_EQ(marks(page, "roofline"), 5u);
   EXPECT_EQ(count(chart(page, "roofline"), "class=\"roof\""), 2u);
   EXPECT_EQ(count(chart(page, "roofline"), "roofs-unknown"), 0u);
   // occupancy: recorded without --metrics, so no chart.
@@ -59,31 +60,32 @@ TEST(HtmlReport, ARowPerCaseAndEachChartsMarksForTheSample) {
 
 TEST(HtmlReport, MarkCountsFollowTheChartData) {
   RunSummary s = sample_summary();
-  s.cases.push_back(s.cases[3]);  // flash on a second shape
+  s.cases.push_back(s.cases[3]);  // flash:fa2 on a second shape
   s.cases.back().problem.shape.seq_q = s.cases.back().problem.shape.seq_kv = 1024;
-  s.cases.back().label = "flash bf16 causal 1x2x1024x1024x64";
+  s.cases.back().label = "flash:fa2 bf16 causal 1x2x1024x1024x64";
   s.cases.push_back(s.cases[0]);  // a case that did not run: no bar, no point
   s.cases.back().status = CaseStatus::failed;
   s.cases.back().reason = "out of memory";
   s.cases[0].kernels[0].achieved_occupancy_percent = 30.0;
   s.cases[3].kernels[0].achieved_occupancy_percent = 11.0;
+  s.roofs.reset();  // the recording carries the H200's roofs; this page is drawn without any
   const std::string page = render_html_report(s, {});
 
   std::size_t categories = 0;
   for (std::size_t i : html::cases_that_ran(s)) categories += html::gpu_time_by_category(s.cases[i]).size();
-  EXPECT_EQ(html::cases_that_ran(s).size(), 5u);
+  EXPECT_EQ(html::cases_that_ran(s).size(), 6u);
   EXPECT_EQ(marks(page, "gpu-time"), categories);
   ASSERT_EQ(html::tflops_groups(s).size(), 2u);
   EXPECT_EQ(html::tflops_groups(s)[0].label, "bf16 causal 1x2x256x256x64");
-  EXPECT_EQ(html::tflops_groups(s)[1].cases, (std::vector<std::size_t>{4}));
+  EXPECT_EQ(html::tflops_groups(s)[1].cases, (std::vector<std::size_t>{5}));
   EXPECT_EQ(count(chart(page, "tflops"), "class=\"bar-group\""), 2u);
-  EXPECT_EQ(marks(page, "tflops"), 5u);
-  EXPECT_EQ(marks(page, "roofline"), 5u);
+  EXPECT_EQ(marks(page, "tflops"), 6u);
+  EXPECT_EQ(marks(page, "roofline"), 6u);
   EXPECT_EQ(count(chart(page, "roofline"), "class=\"roof\""), 0u);
   EXPECT_EQ(count(chart(page, "roofline"), "class=\"roofs-unknown\""), 1u);
   EXPECT_EQ(html::occupancy_rows(s).size(), 2u);
   EXPECT_EQ(marks(page, "occupancy"), 4u);
-  EXPECT_EQ(count(page, "<tr class=\"case\""), 6u);
+  EXPECT_EQ(count(page, "<tr class=\"case\""), 7u);
   EXPECT_NE(page.find("out of memory"), std::string::npos);
 }
 
@@ -147,7 +149,7 @@ TEST(HtmlReport, FindingsAreGroupedAcrossCases) {
   const RunSummary s = sample_summary();
   const std::string page = render_html_report(s, {});
   EXPECT_EQ(count(page, "<li class=\"finding-group\""), group_findings(s).size());
-  EXPECT_EQ(group_findings(s).size(), 12u);  // 16 findings in the sample, four said by more than one case
+  EXPECT_EQ(group_findings(s).size(), 23u);  // 30 findings in the sample, five groups said by more than one case
   EXPECT_EQ(count(page, "the causal mask is rebuilt every iteration"), 1u);
   EXPECT_NE(page.find("<span class=\"subject\">math, manual:out_of_place, manual:in_place, 3 cases</span>"), std::string::npos);
 }
@@ -158,7 +160,7 @@ TEST(HtmlReport, HeaderNamesDeviceVersionsConfigCaptureAndTime) {
   s.interrupted = true;
   const std::string page = render_html_report(s, {});
   for (const char* fact : {"NVIDIA H200 · sm_90 · 132 SMs", "driver 580.159.04", "cuDNN 9.14.0", "configs/sample.json",
-                           "INCOMPLETE", "5 dropped", "2026-12-02T16:01:39Z", "interrupted"})
+                           "INCOMPLETE", "5 dropped", "2026-12-04T17:31:10Z", "interrupted"})
     EXPECT_NE(page.find(fact), std::string::npos) << fact;
 }
 
