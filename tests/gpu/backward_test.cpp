@@ -1,11 +1,12 @@
 // Backward cases on the GPU (issue 20): cudnn's SDPA backward, flash's backward kernels
 // (kernels/flash_bwd), and the eager-style backwards of math (fp32) and manual (both masked_fill
-// variants) against the float64 reference
-// gradients on fresh inputs with poisoned dQ, dK, dV (odd lengths, seq_q != seq_kv, both causal
-// alignments, head dims 64 and 128, bf16 and fp16, grouped K/V heads); run-to-run bitwise
-// repeatability of the gradients reported (printed, not asserted: cuDNN does not promise it for
-// this graph, and flash adds dQ with atomics, in whatever order the blocks arrive); backends without a backward refuse it with a reason; a sweep of backward cases
-// writes them, pass included, with the backward/forward ratio finding.
+// variants) against the float64 reference gradients on fresh inputs with poisoned dQ, dK, dV (odd
+// lengths, seq_q != seq_kv, both causal alignments, head dims 64 and 128, bf16 and fp16, grouped
+// K/V heads); run-to-run bitwise repeatability of the gradients reported (printed, not asserted:
+// cuDNN does not promise it for this graph, and flash adds dQ with atomics, in whatever order the
+// blocks arrive); flash's stream-K tail kernel on small problems (dK and dV bitwise repeatable,
+// asserted); backends without a backward refuse it with a reason; a sweep of backward cases writes
+// them, pass included, with the backward/forward ratio finding.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
