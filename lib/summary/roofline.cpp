@@ -39,7 +39,11 @@ void roofline_finding(CaseSummary& c, const Roofs& roofs) {
 }
 
 // The dominant kernel's grid against the SMs: fewer blocks than SMs leaves SMs idle for the whole
-// kernel; a last partial wave leaves them idle at its end. Not where a stream-K tail kernel
+// kernel; a last partial wave leaves them idle at its end. Beyond a few waves that is said only
+// where it was measured to cost what it seems to: one block per SM, a compute-bound case and no
+// mask band (blocks of equal work). There a block takes about as long in a partial last wave as in
+// a full one (H200, flash's backward: 100 blocks in the eighth wave cost 96% of a full wave,
+// docs/perf/NOTES.md "v7"), so the wave's empty slots are that share of the SMs' time. Not where a stream-K tail kernel
 // (*_tail_kernel, the stream_k_tail finding) walks that last wave: the grid then counts blocks
 // that leave at once.
 void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
@@ -61,6 +65,14 @@ void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
                           "of the slots busy",
                           shorten_name(k->name), blocks, waves, per_wave, device.sm_count, k->active_blocks_per_sm,
                           100.0 * (waves - std::floor(waves)));
+  } else if (const double idle = 1 - waves / std::ceil(waves);
+             waves > 1 && idle >= 0.02 && k->active_blocks_per_sm == 1 && c.roofline.bound == "compute" &&
+             !c.problem.causal && !c.problem.window.bounded()) {
+    message = fmt::format("{}: {:.0f} blocks in {:.2f} waves of {:.0f} (one block per SM): blocks of equal work take "
+                          "about as long in a partial last wave as in a full one, so its {:.0f} empty slots idle {:.1f}% "
+                          "of the SMs' time",
+                          shorten_name(k->name), blocks, waves, per_wave, std::ceil(waves) * per_wave - blocks,
+                          100.0 * idle);
   } else {
     return;
   }

@@ -1,6 +1,8 @@
 // The device's roofs, each case under them, the findings only the device explains (bound and
 // gap, idle SMs), the findings of grouped heads and dense masked GEMMs, `check`'s throughput
 // gate, and the host memory a case may take.
+#include <array>
+
 #include <gtest/gtest.h>
 
 #include "check/check.hpp"
@@ -110,6 +112,37 @@ TEST(Roofline, AGridOfFewerBlocksThanSmsLeavesThemIdle) {
   s.cases[0].kernels[0].grid = {264, 1, 1};  // two blocks on every SM: one full wave
   place_on_roofline(s);
   EXPECT_EQ(finding(s.cases[0], "idle_sms"), nullptr);
+}
+
+// Many waves: said for one block per SM in a compute-bound case without a mask band (what was
+// measured to cost a whole wave), with the empty slots' share of the SMs' time.
+TEST(Roofline, APartialLastWaveOfEqualBlocksIdlesItsEmptySlots) {
+  AttentionProblem p;
+  p.shape = {2, 16, 4096, 4096, 128};
+  p.pass = AttentionPass::backward;
+  auto idle = [&](const AttentionProblem& problem, std::array<int, 3> grid, int blocks_per_sm) {
+    CaseSummary c = ran(problem, 3150.0);
+    KernelSummary k;
+    k.name = "void attnprof::kernels::flash_bwd::efficient_bwd_fused_kernel<Traits>(Params)";
+    k.grid = grid;
+    k.per_iter = 1;
+    k.gpu_us_per_iter = 3150.0;
+    k.occupancy_valid = true;
+    k.active_blocks_per_sm = blocks_per_sm;
+    c.kernels = {k};
+    RunSummary s = one_case_summary(c);
+    place_on_roofline(s);
+    const Finding* f = finding(s.cases[0], "idle_sms");
+    return f == nullptr ? std::string() : f->message;
+  };
+  EXPECT_EQ(idle(p, {32, 16, 2}, 1),
+            "efficient_bwd_fused_kernel: 1024 blocks in 7.76 waves of 132 (one block per SM): blocks of equal work take "
+            "about as long in a partial last wave as in a full one, so its 32 empty slots idle 3.0% of the SMs' time");
+  EXPECT_EQ(idle(p, {33, 16, 2}, 1), "");  // 1056 blocks: eight whole waves
+  EXPECT_EQ(idle(p, {32, 16, 2}, 2), "");  // two blocks per SM: not what was measured
+  AttentionProblem causal = p;
+  causal.causal = true;  // blocks of unequal work
+  EXPECT_EQ(idle(causal, {32, 16, 2}, 1), "");
 }
 
 // A last partial wave (320 blocks: 2.42 waves of 132) is idle SMs, unless a stream-K tail kernel
