@@ -40,12 +40,12 @@ void roofline_finding(CaseSummary& c, const Roofs& roofs) {
 
 // The dominant kernel's grid against the SMs: fewer blocks than SMs leaves SMs idle for the whole
 // kernel; a last partial wave leaves them idle at its end. Beyond a few waves that is said only
-// where it was measured to cost what it seems to: one block per SM, a compute-bound case and no
-// mask band (blocks of equal work). There a block takes about as long in a partial last wave as in
-// a full one (H200, flash's backward: 100 blocks in the eighth wave cost 96% of a full wave,
-// docs/perf/NOTES.md "v7"), so the wave's empty slots are that share of the SMs' time. Not where a stream-K tail kernel
-// (*_tail_kernel, the stream_k_tail finding) walks that last wave: the grid then counts blocks
-// that leave at once.
+// where it was measured to cost what it seems to: one block per SM, a compute-bound case, no mask
+// band and no ragged batch (blocks of equal work). There a block takes about as long in a partial
+// last wave as in a full one (H200, flash's backward: 100 blocks in the eighth wave cost 96% of a
+// full wave, docs/perf/NOTES.md "v7"), so the wave's empty slots are that share of the SMs' time.
+// Not where a stream-K tail kernel (*_tail_kernel, the stream_k_tail finding) walks that last
+// wave: the grid then counts blocks that leave at once.
 void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
   const KernelSummary* k = c.dominant_kernel();
   if (k == nullptr || device.sm_count <= 0 || !k->occupancy_valid || k->active_blocks_per_sm <= 0) return;
@@ -67,7 +67,7 @@ void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
                           100.0 * (waves - std::floor(waves)));
   } else if (const double idle = 1 - waves / std::ceil(waves);
              waves > 1 && idle >= 0.02 && k->active_blocks_per_sm == 1 && c.roofline.bound == "compute" &&
-             !c.problem.causal && !c.problem.window.bounded()) {
+             !c.problem.causal && !c.problem.window.bounded() && !c.problem.shape.ragged()) {
     message = fmt::format("{}: {:.0f} blocks in {:.2f} waves of {:.0f} (one block per SM): blocks of equal work take "
                           "about as long in a partial last wave as in a full one, so its {:.0f} empty slots idle {:.1f}% "
                           "of the SMs' time",
