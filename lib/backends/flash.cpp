@@ -268,20 +268,26 @@ class FlashBackend final : public AttentionBackend {
       CUDA_CHECK(kernels::flash_bwd_blocks_per_sm(problem.dtype, s.head_dim, &blocks_per_sm));
       found = backward_blocks_per_sm_.emplace(key, blocks_per_sm).first;
     }
-    int device = 0, major = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    if (sm_count_ == 0) CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+    query_device();
     const int forced = flash_bwd_slots_override();
     const int slots = forced >= 0 ? forced : sm_count_ * found->second;
-    backward_tail_ = major >= 9 ? kernels::flash_bwd_tail_plan(mask_bounds(problem), s.seq_q, s.seq_kv, s.kv_heads(),
-                                                               s.batch, s.group_size(),
-                                                               kernels::flash_bwd_step_rows(s.head_dim, false), slots,
-                                                               forced >= 0)
-                                : kernels::FlashBwdTail{};
+    backward_tail_ = compute_major_ >= 9
+                         ? kernels::flash_bwd_tail_plan(mask_bounds(problem), s.seq_q, s.seq_kv, s.kv_heads(), s.batch,
+                                                        s.group_size(), kernels::flash_bwd_step_rows(s.head_dim, false),
+                                                        slots, forced >= 0)
+                         : kernels::FlashBwdTail{};
     backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(s, backward_tail_)) *
                                 sizeof(float));
     backward_problem_ = problem;
+  }
+
+  // The current device's SM count and compute capability, once.
+  void query_device() {
+    if (sm_count_ != 0) return;
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&compute_major_, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
   }
 
   // The split count (from the device's SMs and the kernel's blocks per SM) and the workspace.
@@ -293,11 +299,7 @@ class FlashBackend final : public AttentionBackend {
       CUDA_CHECK(kernels::decode_prepare(problem.dtype, problem.shape.head_dim, &blocks_per_sm));
       found = decode_blocks_per_sm_.emplace(key, blocks_per_sm).first;
     }
-    if (sm_count_ == 0) {
-      int device = 0;
-      CUDA_CHECK(cudaGetDevice(&device));
-      CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
-    }
+    query_device();
     kernels::DecodeSplitInputs in;
     in.blocks = static_cast<long long>(problem.shape.batch) * problem.shape.kv_heads();
     in.key_tiles = std::max(decode_key_tiles(problem), 1);
@@ -352,7 +354,8 @@ class FlashBackend final : public AttentionBackend {
   std::optional<AttentionProblem> backward_problem_;
   DeviceBuffer backward_workspace_;  // the backward's dQ accumulator and D, grown in prepare()
   std::map<std::pair<DType, int>, int> decode_blocks_per_sm_;
-  int sm_count_ = 0;
+  int sm_count_ = 0;       // query_device()
+  int compute_major_ = 0;  // query_device()
   int decode_splits_ = 1;
   std::optional<AttentionProblem> decode_problem_;
   DeviceBuffer workspace_;  // split-KV partial O and logsumexp, grown in prepare()

@@ -345,10 +345,12 @@ void split_kv_findings(CaseSummary& c) {
 // walks the main kernel's last partial wave in equal runs of steps, so that no SM waits a whole
 // block time at the end; its share of the time is what the tail costs. Kernels named
 // *_tail_kernel are such tails (the idle_sms finding skips their cases).
+constexpr const char* kTailKernel = "_tail_kernel";
+
 void stream_k_tail_findings(CaseSummary& c) {
-  const NamedKernels tails = kernels_named(c, {"_tail_kernel"});
+  const NamedKernels tails = kernels_named(c, {kTailKernel});
   const KernelSummary* main = c.dominant_kernel();
-  if (tails.kernels.empty() || main == nullptr || contains(lower(main->name), "_tail_kernel")) return;
+  if (tails.kernels.empty() || main == nullptr || contains(lower(main->name), kTailKernel)) return;
   const std::string tail_name = tails.kernels[0]["name"].get<std::string>();
   long long ctas = 0;
   for (const KernelSummary& k : c.kernels)
@@ -580,6 +582,8 @@ void workspace_memset_findings(CaseSummary& c) {
 }
 
 }  // namespace
+
+bool has_stream_k_tail(const CaseSummary& c) { return !kernels_named(c, {kTailKernel}).kernels.empty(); }
 
 std::string shorten_name(const std::string& name) {
   std::string text = name;

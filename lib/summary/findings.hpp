@@ -24,4 +24,8 @@ std::string conversion_direction(const std::string& kernel_name);
 // "flash_forward_kernel" from "void attnprof::flash_forward_kernel<...>(...)": the name without templates and arguments.
 std::string shorten_name(const std::string& name);
 
+// Whether the case ran a stream-K tail kernel (a kernel named *_tail_kernel, such as flash's
+// backward tail): the main kernel's grid then counts blocks that leave at once.
+bool has_stream_k_tail(const CaseSummary& c);
+
 }  // namespace attnprof

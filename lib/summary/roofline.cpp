@@ -1,6 +1,5 @@
 #include "summary/roofline.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -49,9 +48,7 @@ void roofline_finding(CaseSummary& c, const Roofs& roofs) {
 void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
   const KernelSummary* k = c.dominant_kernel();
   if (k == nullptr || device.sm_count <= 0 || !k->occupancy_valid || k->active_blocks_per_sm <= 0) return;
-  if (std::any_of(c.kernels.begin(), c.kernels.end(),
-                  [](const KernelSummary& x) { return x.name.find("_tail_kernel") != std::string::npos; }))
-    return;
+  if (has_stream_k_tail(c)) return;
   const double blocks = static_cast<double>(k->grid[0]) * k->grid[1] * k->grid[2];
   if (blocks <= 0) return;
   const double per_wave = static_cast<double>(device.sm_count) * k->active_blocks_per_sm;

@@ -92,17 +92,27 @@ TEST(Roofline, PlacesEveryCaseAndSaysWhichRoofAndHowFar) {
   EXPECT_TRUE(s.cases[0].roofline.roof_percent.has_value());
 }
 
+KernelSummary kernel(const char* name, double us, std::array<int, 3> grid = {1, 1, 1}) {
+  KernelSummary k;
+  k.name = name;
+  k.per_iter = 1;
+  k.gpu_us_per_iter = us;
+  k.grid = grid;
+  return k;
+}
+
+// k with its occupancy known: blocks_per_sm of its blocks fit on an SM.
+KernelSummary resident(KernelSummary k, int blocks_per_sm) {
+  k.occupancy_valid = true;
+  k.active_blocks_per_sm = blocks_per_sm;
+  return k;
+}
+
 TEST(Roofline, AGridOfFewerBlocksThanSmsLeavesThemIdle) {
   AttentionProblem p;
   p.shape = {1, 2, 256, 256, 64};
   CaseSummary c = ran(p, 14.5);
-  KernelSummary k;
-  k.name = "flash_fwd_kernel";
-  k.grid = {2, 2, 1};
-  k.per_iter = 1;
-  k.occupancy_valid = true;
-  k.active_blocks_per_sm = 2;
-  c.kernels = {k};
+  c.kernels = {resident(kernel("flash_fwd_kernel", 0, {2, 2, 1}), 2)};
   RunSummary s = one_case_summary(c);
   place_on_roofline(s);
   const Finding* f = finding(s.cases[0], "idle_sms");
@@ -122,14 +132,9 @@ TEST(Roofline, APartialLastWaveOfEqualBlocksIdlesItsEmptySlots) {
   p.pass = AttentionPass::backward;
   auto idle = [&](const AttentionProblem& problem, std::array<int, 3> grid, int blocks_per_sm) {
     CaseSummary c = ran(problem, 3150.0);
-    KernelSummary k;
-    k.name = "void attnprof::kernels::flash_bwd::efficient_bwd_fused_kernel<Traits>(Params)";
-    k.grid = grid;
-    k.per_iter = 1;
-    k.gpu_us_per_iter = 3150.0;
-    k.occupancy_valid = true;
-    k.active_blocks_per_sm = blocks_per_sm;
-    c.kernels = {k};
+    c.kernels = {resident(kernel("void attnprof::kernels::flash_bwd::efficient_bwd_fused_kernel<Traits>(Params)", 3150.0,
+                                 grid),
+                          blocks_per_sm)};
     RunSummary s = one_case_summary(c);
     place_on_roofline(s);
     const Finding* f = finding(s.cases[0], "idle_sms");
@@ -152,22 +157,14 @@ TEST(Roofline, NoIdleLastWaveWhereATailKernelWalksIt) {
   p.shape = {1, 5, 8192, 8192, 128};
   p.pass = AttentionPass::backward;
   CaseSummary c = ran(p, 7000.0);
-  KernelSummary main;
-  main.name = "void attnprof::kernels::flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>(Params)";
-  main.grid = {64, 5, 1};
-  main.per_iter = 1;
-  main.gpu_us_per_iter = 6000.0;
-  main.occupancy_valid = true;
-  main.active_blocks_per_sm = 1;
-  c.kernels = {main};
+  c.kernels = {resident(kernel("void attnprof::kernels::flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits>(Params)", 6000.0,
+                               {64, 5, 1}),
+                        1)};
   RunSummary s = one_case_summary(c);
   place_on_roofline(s);
   ASSERT_NE(finding(s.cases[0], "idle_sms"), nullptr);
-  KernelSummary tail = main;
-  tail.name = "void attnprof::kernels::flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>(Params)";
-  tail.grid = {132, 1, 1};
-  tail.gpu_us_per_iter = 900.0;
-  s.cases[0].kernels.push_back(tail);
+  s.cases[0].kernels.push_back(resident(
+      kernel("void attnprof::kernels::flash_bwd::flash_bwd_dq_dk_dv_tail_kernel<Traits>(Params)", 900.0, {132, 1, 1}), 1));
   s.cases[0].findings.clear();
   place_on_roofline(s);
   EXPECT_EQ(finding(s.cases[0], "idle_sms"), nullptr);
@@ -204,15 +201,6 @@ TEST(Findings, KvRepeatedForGroupedHeadsAndFlopsOutsideTheMask) {
   add_findings(fused);
   EXPECT_EQ(finding(fused, "flops_outside_mask"), nullptr);
   EXPECT_EQ(finding(fused, "kv_materialised"), nullptr);
-}
-
-KernelSummary kernel(const char* name, double us, std::array<int, 3> grid = {1, 1, 1}) {
-  KernelSummary k;
-  k.name = name;
-  k.per_iter = 1;
-  k.gpu_us_per_iter = us;
-  k.grid = grid;
-  return k;
 }
 
 TEST(Findings, PaddingOfARaggedBatchAndPagesGatheredBeforeAttention) {
