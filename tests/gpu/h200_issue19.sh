@@ -3,9 +3,10 @@
 # the ragged and paged layouts and the decode benchmark beside PyTorch in one call; `llm` runs
 # configs/llm.json end to end (its exit code, the findings) and `attnprof backends`.
 # `tune` times the decode kernel at the heuristic's split count and others (ATTNPROF_DECODE_SPLITS,
-# lib/backends/flash.cpp) beside PyTorch;
+# lib/backends/flash.cpp) beside PyTorch; `splits` does the same over batches of 2 to 48 sequences
+# (16 to 384 blocks of one split), where the split rule decides between one wave and none;
 # `cudnn_ragged` chases the cudnn ragged prefill's illegal address (compute-sanitizer memcheck).
-# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue19.sh tests|llm|tune|cudnn_ragged
+# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue19.sh tests|llm|tune|splits|cudnn_ragged
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue19}
@@ -61,6 +62,27 @@ PY
     done
     echo "=== PyTorch, same call ($(date +%T))"
     PYTHONUNBUFFERED=1 timeout 200 python3 tests/perf/decode_torch.py 2>&1 | grep "^torch"
+    ;;
+  splits)
+    echo "=== split counts across batch sizes (bf16, 32/8 heads, d128), two rounds ($(date +%T))"
+    bench="$B/tests/attnprof_decode_bench"
+    shapes=("2 32 8 1 65536 128:default 8 16" "4 32 8 1 32768 128:default 4 16" "8 32 8 1 32768 128:default 2 1"
+            "12 32 8 1 8192 128:default 1 2" "16 32 8 1 4096 128:default 1 4" "24 32 8 1 4096 128:default 1 2"
+            "32 32 8 1 4096 128:default 2" "48 32 8 1 4096 128:default 1 3")
+    for round in 1 2; do
+      for shape in "${shapes[@]}"; do
+        dims=${shape%%:*}
+        for splits in ${shape#*:}; do
+          [ "$splits" = default ] && s_env="" || s_env=$splits
+          printf "r%s splits=%-7s " "$round" "$splits"
+          ATTNPROF_DECODE_SPLITS=$s_env $bench $dims 0 uniform none 300 2>&1 | tail -1
+        done
+      done
+      torch_shapes=()
+      for shape in "${shapes[@]}"; do read -r b h hkv sq skv d <<< "${shape%%:*}"; torch_shapes+=("$b,$h,$hkv,$sq,$skv,$d"); done
+      echo "=== r$round PyTorch ($(date +%T))"
+      PYTHONUNBUFFERED=1 timeout 200 python3 tests/perf/decode_torch.py --backends flash,cudnn "${torch_shapes[@]}" 2>&1 | grep "^torch"
+    done
     ;;
   cudnn_ragged)
     R="b=4,h=32,hkv=8,sq=4096,skv=4096,d=128,causal=bottom_right,lq=4096:2048:1537:319,lkv=4096:2048:1537:319"

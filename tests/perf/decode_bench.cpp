@@ -1,7 +1,8 @@
 // attnprof_decode_bench: flash:fa2's forward on one decode or ragged/paged shape, timed
 // with CUDA events around each of many calls (median), reported in GB/s counting Q, K and V read
-// once and O written once (each sequence's own lengths). Inputs are a constant pattern (timing
-// only; tests/gpu/decode_test.cpp checks the numbers), the block table a shuffled permutation.
+// once and O written once (each sequence's own lengths). Inputs are uniform in [-1, 1) from the
+// device generator (timing only; tests/gpu/decode_test.cpp checks the numbers), the block table a
+// shuffled permutation.
 //   attnprof_decode_bench BATCH HEADS HEADS_KV SEQ_Q SEQ_KV HEAD_DIM [PAGE_SIZE=0] [KV_LENS=uniform|ragged]
 //                         [CAUSAL=none|bottom_right] [ITERATIONS=100] [DTYPE=bf16]
 // ragged: sequence b has seq_kv * (b + 1) / batch keys (a spread of lengths, the longest seq_kv)
@@ -22,6 +23,7 @@
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
 #include "gpu/device_memory.hpp"
+#include "inputs/inputs.hpp"
 
 namespace {
 
@@ -85,10 +87,13 @@ int main(int argc, char** argv) {
     const std::size_t kv_bytes = kv_tokens * s.kv_heads() * s.head_dim * bytes_per;
     DeviceBuffer q(q_bytes), k(kv_bytes), v(kv_bytes), o(q_bytes);
     DeviceBuffer lse(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * sizeof(float));
-    // 0x3c3c: 0.0115 in bf16, 1.06 in fp16; finite either way.
-    CUDA_CHECK(cudaMemset(q.get(), 0x3c, q_bytes));
-    CUDA_CHECK(cudaMemset(k.get(), 0x3c, kv_bytes));
-    CUDA_CHECK(cudaMemset(v.get(), 0x3c, kv_bytes));
+    // Uniform in [-1, 1) from the device generator, as `attnprof run` draws its inputs (K and V over
+    // the whole pool: a paged cache's spare slots too).
+    CudaStream stream;
+    const auto elements = [&](std::size_t bytes) { return static_cast<std::int64_t>(bytes / bytes_per); };
+    CUDA_CHECK(kernels::fill_uniform(q.get(), problem.dtype, elements(q_bytes), 1, InputTensor::q, -1.f, 1.f, stream.get()));
+    CUDA_CHECK(kernels::fill_uniform(k.get(), problem.dtype, elements(kv_bytes), 1, InputTensor::k, -1.f, 1.f, stream.get()));
+    CUDA_CHECK(kernels::fill_uniform(v.get(), problem.dtype, elements(kv_bytes), 1, InputTensor::v, -1.f, 1.f, stream.get()));
 
     std::vector<int> lens_q, lens_kv;
     for (int b = 0; b < s.batch; ++b) {
@@ -116,7 +121,6 @@ int main(int argc, char** argv) {
     if (s.packed_kv()) buffers.cu_seqlens_kv = d_cu_kv.as<int>();
     if (s.paged()) buffers.block_table = d_table.as<int>();
 
-    CudaStream stream;
     backend->prepare(problem, stream.get());
     for (int i = 0; i < 5; ++i) backend->run(problem, buffers, stream.get());
     std::vector<CudaEvent> marks(static_cast<std::size_t>(iterations) + 1);

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch's SDPA backends on the decode shapes of docs/perf/NOTES.md ("Decode, paged caches and ragged batches"), for the side-by-side
 with attnprof_decode_bench in the same device call: bf16, enable_gqa=True, median of CUDA-event
-timed calls, GB/s counting Q, K, V read once and O written once."""
+timed calls, GB/s counting Q, K, V read once and O written once.
+Usage: decode_torch.py [--backends flash,cudnn,efficient] [B,H,HKV,SQ,SKV,D ...] (default: the three
+shapes of issue 19)."""
+import argparse
 import sys
 
 import torch
@@ -27,13 +30,29 @@ def bench(fn, iterations=100):
     return times[len(times) // 2]
 
 
+def shape(text):
+    values = tuple(int(v) for v in text.split(","))
+    if len(values) != 6 or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text}: want B,H,HKV,SQ,SKV,D, six positive integers")
+    return values
+
+
 def main():
-    for b, h, hkv, sq, skv, d in SHAPES:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated, of " + ", ".join(BACKENDS))
+    parser.add_argument("shapes", nargs="*", type=shape, help="B,H,HKV,SQ,SKV,D")
+    args = parser.parse_args()
+    chosen = args.backends.split(",")
+    unknown = [name for name in chosen if name not in BACKENDS]
+    if unknown:
+        parser.error("unknown backend " + ", ".join(unknown))
+    for b, h, hkv, sq, skv, d in args.shapes or SHAPES:
         q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16)
         nbytes = 2 * (2 * q.numel() + k.numel() + v.numel())
-        for name, backend in BACKENDS.items():
+        for name in chosen:
+            backend = BACKENDS[name]
             try:
                 with sdpa_kernel(backend):
                     ms = bench(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
