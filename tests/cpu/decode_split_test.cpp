@@ -24,6 +24,17 @@ TEST(DecodeSplit, FullGridIsNotSplit) {
   EXPECT_EQ(choose_decode_splits(h200(132 * 2, 100000)), 1);
 }
 
+TEST(DecodeSplit, OneBlockOnNearlyEverySmIsNotSplit) {
+  // 16 sequences x 8 K/V heads = 128 blocks on 132 SMs: one block each on 97% of them.
+  EXPECT_EQ(choose_decode_splits(h200(16 * 8, 4096 / 16)), 1);
+  EXPECT_EQ(choose_decode_splits(h200(119, 4096 / 16)), 1);  // 90.2% of the SMs
+  EXPECT_EQ(choose_decode_splits(h200(132, 32768 / 16)), 1);
+  // Below 90% of the SMs, or past one block per SM (some SMs would hold two), the split rules decide.
+  EXPECT_GT(choose_decode_splits(h200(118, 4096 / 16)), 1);
+  EXPECT_GT(choose_decode_splits(h200(24 * 8, 4096 / 16)), 1);
+  EXPECT_GT(choose_decode_splits(h200(133, 4096 / 16)), 1);
+}
+
 TEST(DecodeSplit, FewBlocksAgainstLongSequencesSplit) {
   const int one = choose_decode_splits(h200(1 * 8, 131072 / 16));
   EXPECT_GT(one, 16);
