@@ -20,11 +20,12 @@ struct DecodeSplitInputs {
 
 // Splits in [1, max_splits]. No split when the unsplit grid already fills the device: at least
 // one full wave, or a last partial wave that keeps 85% of the slots busy on average; or one block
-// on each of at least 90% of the SMs and none on a second slot (a block alone keeps its warps'
-// key tiles in flight, enough to keep DRAM busy, and a split only adds the combine: on the H100,
-// 16 sequences x 8 K/V heads of 4096 keys, 128 blocks, ran 93.7 us unsplit against 97.8 in 2
-// splits; docs/perf/NOTES.md, "v5"). Between one and two blocks per SM the rules below stand (192
-// blocks: 4 splits ran 1.3% faster than none, their waves spread evenly over the SMs). Otherwise
+// on each of at least 70% of the SMs and none on a second slot (those blocks keep enough key tiles
+// in flight to keep DRAM busy, and a split only adds the combine: 12 sequences x 8 K/V heads of
+// 8192 keys, 96 blocks, ran 96.8 us unsplit on the H200 against 103.2 in 8 splits; at 64 blocks,
+// 48% of the SMs, unsplit ran 27% slower than 4 splits; docs/perf/NOTES.md, "v5"). Between one
+// and two blocks per SM the rules below stand (192 blocks: their split ran level with none on the
+// H200 and 1.3% faster on the H100). Otherwise
 // one wave when one can fill at least 90% of the slots: the most splits that still fit in it
 // (measured on the H200, docs/perf/NOTES.md: a single wave beat two waves of twice the splits by
 // 2-3%; the combine reads half as many partial results and no block waits for a slot), or fewer
@@ -43,7 +44,7 @@ inline int choose_decode_splits(const DecodeSplitInputs& in) {
   };
   if (blocks >= slots && busy(1) >= 0.85) return 1;
   const long long sms = std::max(in.sm_count, 1);
-  if (blocks <= sms && static_cast<double>(blocks) >= 0.9 * static_cast<double>(sms)) return 1;
+  if (blocks <= sms && static_cast<double>(blocks) >= 0.7 * static_cast<double>(sms)) return 1;
   const int by_tiles = std::max(1, in.key_tiles / std::max(in.min_tiles_per_split, 1));
   const int limit = std::max(1, std::min({in.max_splits, in.key_tiles, by_tiles}));
   if (limit == 1) return 1;

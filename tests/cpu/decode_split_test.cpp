@@ -24,13 +24,15 @@ TEST(DecodeSplit, FullGridIsNotSplit) {
   EXPECT_EQ(choose_decode_splits(h200(132 * 2, 100000)), 1);
 }
 
-TEST(DecodeSplit, OneBlockOnNearlyEverySmIsNotSplit) {
-  // 16 sequences x 8 K/V heads = 128 blocks on 132 SMs: one block each on 97% of them.
+TEST(DecodeSplit, OneBlockOnMostSmsIsNotSplit) {
+  // 16 sequences x 8 K/V heads = 128 blocks on 132 SMs; 12 x 8 = 96 blocks, 73% of them.
   EXPECT_EQ(choose_decode_splits(h200(16 * 8, 4096 / 16)), 1);
-  EXPECT_EQ(choose_decode_splits(h200(119, 4096 / 16)), 1);  // 90.2% of the SMs
+  EXPECT_EQ(choose_decode_splits(h200(12 * 8, 8192 / 16)), 1);
+  EXPECT_EQ(choose_decode_splits(h200(93, 4096 / 16)), 1);  // 70.5% of the SMs
   EXPECT_EQ(choose_decode_splits(h200(132, 32768 / 16)), 1);
-  // Below 90% of the SMs, or past one block per SM (some SMs would hold two), the split rules decide.
-  EXPECT_GT(choose_decode_splits(h200(118, 4096 / 16)), 1);
+  // Below 70% of the SMs, or past one block per SM (some SMs would hold two), the split rules decide.
+  EXPECT_GT(choose_decode_splits(h200(92, 4096 / 16)), 1);
+  EXPECT_GT(choose_decode_splits(h200(8 * 8, 32768 / 16)), 1);
   EXPECT_GT(choose_decode_splits(h200(24 * 8, 4096 / 16)), 1);
   EXPECT_GT(choose_decode_splits(h200(133, 4096 / 16)), 1);
 }
@@ -64,10 +66,10 @@ TEST(DecodeSplit, PrefersTheFullestSingleWave) {
   EXPECT_EQ(choose_decode_splits(even), 4);
   // 2 x 8: 16 splits, 256 slots.
   EXPECT_EQ(choose_decode_splits(h200(2 * 8, 32768 / 16)), 16);
-  // 100 blocks: 2 splits fill only 200 slots (76%); no single wave is full enough, so the
+  // 70 blocks: 3 splits fill only 210 slots (80%); no single wave is full enough, so the
   // multi-wave rule decides, and its grid keeps 90% of its waves' slots busy.
-  const int s = choose_decode_splits(h200(100, 32768 / 16));
-  const long long total = 100LL * s, waves = (total + 263) / 264;
+  const int s = choose_decode_splits(h200(70, 32768 / 16));
+  const long long total = 70LL * s, waves = (total + 263) / 264;
   EXPECT_GE(static_cast<double>(total) / (waves * 264.0), 0.9) << s << " splits";
   // Few key tiles cap the splits below a full wave: then the multi-wave rule decides too.
   EXPECT_LE(choose_decode_splits(h200(8, 64)), 16);

@@ -172,6 +172,15 @@ TEST(FlashDecode, OneKernelUnsplitTwoWhenSplit) {
   ASSERT_EQ(unsplit.size(), 1u);
   EXPECT_NE(unsplit[0].find("decode"), std::string::npos) << unsplit[0];
   EXPECT_EQ(unsplit[0].find("splitkv"), std::string::npos) << unsplit[0];
+  // One block on every SM (as many sequences as SMs, one K/V head) against 8192 keys: a split
+  // would fill the second slots, but these blocks already keep DRAM busy; not split either.
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::vector<std::string> one_per_sm =
+      launched_kernels(decode_problem(sms, 4, 1, 1, 8192, 128, DType::bf16, CausalMode::none));
+  ASSERT_EQ(one_per_sm.size(), 1u) << sms << " SMs";
+  EXPECT_EQ(one_per_sm[0].find("splitkv"), std::string::npos) << one_per_sm[0];
 
   const std::vector<std::string> split =
       launched_kernels(decode_problem(1, 32, 8, 1, 131072, 128, DType::bf16, CausalMode::none));
