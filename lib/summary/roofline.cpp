@@ -45,6 +45,8 @@ void roofline_finding(CaseSummary& c, const Roofs& roofs) {
 // full wave, docs/perf/NOTES.md "v7"), so the wave's empty slots are that share of the SMs' time.
 // Not where a stream-K tail kernel (*_tail_kernel, the stream_k_tail finding) walks that last
 // wave: the grid then counts blocks that leave at once.
+constexpr double kBusyDramPercent = 80.0;
+
 void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
   const KernelSummary* k = c.dominant_kernel();
   if (k == nullptr || device.sm_count <= 0 || !k->occupancy_valid || k->active_blocks_per_sm <= 0) return;
@@ -57,6 +59,13 @@ void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
   if (blocks < device.sm_count) {
     message = fmt::format("{}: {:.0f} blocks on {} SMs: one partial wave, {:.0f} SMs idle for the whole kernel",
                           shorten_name(k->name), blocks, device.sm_count, device.sm_count - blocks);
+    // Memory-bound near the bandwidth roof: the busy SMs already keep DRAM near its limit. Measured
+    // for flash decode (docs/perf/NOTES.md, "v5"): 96 blocks on 132 SMs ran at 87% of the H200's
+    // roof and 6% faster than the split that filled the idle SMs; 64 blocks ran at 73%, 27% slower.
+    if (c.roofline.bound == "memory" && c.roofline.bandwidth_percent &&
+        *c.roofline.bandwidth_percent >= kBusyDramPercent)
+      message += fmt::format("; the case runs at {:.0f}% of the bandwidth roof, so DRAM, not the idle SMs, bounds it",
+                             *c.roofline.bandwidth_percent);
   } else if (waves > 1 && waves < 4 && waves - std::floor(waves) > 0 && waves - std::floor(waves) <= 0.5) {
     message = fmt::format("{}: {:.0f} blocks in {:.2f} waves of {:.0f} ({} SMs x {} blocks): the last wave keeps {:.0f}% "
                           "of the slots busy",

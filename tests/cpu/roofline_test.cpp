@@ -124,6 +124,26 @@ TEST(Roofline, AGridOfFewerBlocksThanSmsLeavesThemIdle) {
   EXPECT_EQ(finding(s.cases[0], "idle_sms"), nullptr);
 }
 
+// A memory-bound grid of fewer blocks than SMs near the bandwidth roof: the idle SMs are said,
+// and that DRAM, not they, bounds the case; far from the roof, only the idle SMs.
+TEST(Roofline, IdleSmsOfAMemoryBoundCaseNearTheBandwidthRoof) {
+  AttentionProblem p;  // 12 x 32/8 x 1 x 8192 x 128 decode: 96 blocks (one per sequence and K/V head)
+  p.shape = {12, 32, 1, 8192, 128, 8};
+  const double roof_gbps = roofs_from_device(h200())->gbps;
+  auto idle = [&](double percent_of_roof) {
+    const double us = attention_min_bytes(p) / (percent_of_roof / 100 * roof_gbps * 1e9) * 1e6;
+    CaseSummary c = ran(p, us);
+    c.kernels = {resident(kernel("flash_decode_kernel", us, {1, 8, 12}), 2)};
+    RunSummary s = one_case_summary(c);
+    place_on_roofline(s);
+    const Finding* f = finding(s.cases[0], "idle_sms");
+    return f == nullptr ? std::string() : f->message;
+  };
+  EXPECT_EQ(idle(87), "flash_decode_kernel: 96 blocks on 132 SMs: one partial wave, 36 SMs idle for the whole kernel; "
+                      "the case runs at 87% of the bandwidth roof, so DRAM, not the idle SMs, bounds it");
+  EXPECT_EQ(idle(73), "flash_decode_kernel: 96 blocks on 132 SMs: one partial wave, 36 SMs idle for the whole kernel");
+}
+
 // Many waves: said for one block per SM in a compute-bound case without a mask band (what was
 // measured to cost a whole wave), with the empty slots' share of the SMs' time.
 TEST(Roofline, APartialLastWaveOfEqualBlocksIdlesItsEmptySlots) {
