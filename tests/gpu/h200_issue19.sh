@@ -12,6 +12,21 @@ B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue19}
 mkdir -p "$OUT"
 A="$B/app/attnprof"
+# time_splits ROUND "B H HKV SQ SKV D:COUNT COUNT ..." ...: the decode bench at each shape, once
+# per split count (`default` is the rule's choice, the others forced through ATTNPROF_DECODE_SPLITS).
+time_splits() {
+  local round=$1 shape dims splits s_env
+  shift
+  for shape in "$@"; do
+    dims=${shape%%:*}
+    for splits in ${shape#*:}; do
+      [ "$splits" = default ] && s_env="" || s_env=$splits
+      printf "r%s splits=%-7s " "$round" "$splits"
+      # shellcheck disable=SC2086  # the shape is six words on purpose
+      ATTNPROF_DECODE_SPLITS=$s_env "$B/tests/attnprof_decode_bench" $dims 0 uniform none 300 2>&1 | tail -1
+    done
+  done
+}
 case "${1:-tests}" in
   tests)
     for t in inputs decode flash cudnn ragged_backends; do
@@ -49,35 +64,19 @@ PY
     ;;
   tune)
     echo "=== decode variants: the heuristic's splits against others, two rounds ($(date +%T))"
-    bench="$B/tests/attnprof_decode_bench"
     for round in 1 2; do
-      for shape in "8 32 8 1 32768 128:default 8" "64 32 8 1 4096 128:default" "1 32 8 1 131072 128:default 33"; do
-        dims=${shape%%:*}
-        for splits in ${shape#*:}; do
-          [ "$splits" = default ] && s_env="" || s_env=$splits
-          printf "r%s splits=%-7s " "$round" "$splits"
-          ATTNPROF_DECODE_SPLITS=$s_env $bench $dims 0 uniform none 300 2>&1 | tail -1
-        done
-      done
+      time_splits "$round" "8 32 8 1 32768 128:default 8" "64 32 8 1 4096 128:default" "1 32 8 1 131072 128:default 33"
     done
     echo "=== PyTorch, same call ($(date +%T))"
     PYTHONUNBUFFERED=1 timeout 200 python3 tests/perf/decode_torch.py 2>&1 | grep "^torch"
     ;;
   splits)
     echo "=== split counts across batch sizes (bf16, 32/8 heads, d128), two rounds ($(date +%T))"
-    bench="$B/tests/attnprof_decode_bench"
     shapes=("2 32 8 1 65536 128:default 8 16" "4 32 8 1 32768 128:default 4 16" "8 32 8 1 32768 128:default 2 1"
             "12 32 8 1 8192 128:default 1 2" "16 32 8 1 4096 128:default 1 4" "24 32 8 1 4096 128:default 1 2"
             "32 32 8 1 4096 128:default 2" "48 32 8 1 4096 128:default 1 3")
     for round in 1 2; do
-      for shape in "${shapes[@]}"; do
-        dims=${shape%%:*}
-        for splits in ${shape#*:}; do
-          [ "$splits" = default ] && s_env="" || s_env=$splits
-          printf "r%s splits=%-7s " "$round" "$splits"
-          ATTNPROF_DECODE_SPLITS=$s_env $bench $dims 0 uniform none 300 2>&1 | tail -1
-        done
-      done
+      time_splits "$round" "${shapes[@]}"
       torch_shapes=()
       for shape in "${shapes[@]}"; do read -r b h hkv sq skv d <<< "${shape%%:*}"; torch_shapes+=("$b,$h,$hkv,$sq,$skv,$d"); done
       echo "=== r$round PyTorch ($(date +%T))"
