@@ -20,12 +20,9 @@ struct DecodeSplitInputs {
 
 // Splits in [1, max_splits]. No split when the unsplit grid already fills the device: at least
 // one full wave, or a last partial wave that keeps 85% of the slots busy on average; or one block
-// on each of at least 70% of the SMs and none on a second slot (those blocks keep enough key tiles
-// in flight to keep DRAM busy, and a split only adds the combine: 12 sequences x 8 K/V heads of
-// 8192 keys, 96 blocks, ran 96.8 us unsplit on the H200 against 103.2 in 8 splits; at 64 blocks,
-// 48% of the SMs, unsplit ran 27% slower than 4 splits; docs/perf/NOTES.md, "v5"). Between one
-// and two blocks per SM the rules below stand (192 blocks: their split ran level with none on the
-// H200 and 1.3% faster on the H100). Otherwise
+// on each of at least 70% of the SMs and none on a second slot: those already keep DRAM busy and a
+// split only adds the combine (H200, 96 blocks: 96.8 us unsplit, 103.2 in 8 splits; 64 blocks
+// unsplit: 27% slower than 4 splits; docs/perf/NOTES.md, "v5"). Otherwise
 // one wave when one can fill at least 90% of the slots: the most splits that still fit in it
 // (measured on the H200, docs/perf/NOTES.md: a single wave beat two waves of twice the splits by
 // 2-3%; the combine reads half as many partial results and no block waits for a slot), or fewer

@@ -37,6 +37,9 @@ void roofline_finding(CaseSummary& c, const Roofs& roofs) {
                          {"roof_percent", *r.roof_percent}}});
 }
 
+// At or above this share of the bandwidth roof, a memory-bound case's idle SMs are not what bounds it.
+constexpr double kBusyDramPercent = 80.0;
+
 // The dominant kernel's grid against the SMs: fewer blocks than SMs leaves SMs idle for the whole
 // kernel; a last partial wave leaves them idle at its end. Beyond a few waves that is said only
 // where it was measured to cost what it seems to: one block per SM, a compute-bound case, no mask
@@ -45,8 +48,6 @@ void roofline_finding(CaseSummary& c, const Roofs& roofs) {
 // full wave, docs/perf/NOTES.md "v7"), so the wave's empty slots are that share of the SMs' time.
 // Not where a stream-K tail kernel (*_tail_kernel, the stream_k_tail finding) walks that last
 // wave: the grid then counts blocks that leave at once.
-constexpr double kBusyDramPercent = 80.0;
-
 void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
   const KernelSummary* k = c.dominant_kernel();
   if (k == nullptr || device.sm_count <= 0 || !k->occupancy_valid || k->active_blocks_per_sm <= 0) return;
@@ -60,7 +61,7 @@ void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
     message = fmt::format("{}: {:.0f} blocks on {} SMs: one partial wave, {:.0f} SMs idle for the whole kernel",
                           shorten_name(k->name), blocks, device.sm_count, device.sm_count - blocks);
     // Memory-bound near the bandwidth roof: the busy SMs already keep DRAM near its limit. Measured
-    // for flash decode (docs/perf/NOTES.md, "v5"): 96 blocks on 132 SMs ran at 87% of the H200's
+    // for flash decode (docs/perf/NOTES.md, "v5"): 96 blocks on 132 SMs ran at 86% of the H200's
     // roof and 6% faster than the split that filled the idle SMs; 64 blocks ran at 73%, 27% slower.
     if (c.roofline.bound == "memory" && c.roofline.bandwidth_percent &&
         *c.roofline.bandwidth_percent >= kBusyDramPercent)
