@@ -174,9 +174,7 @@ TEST(FlashDecode, OneKernelUnsplitTwoWhenSplit) {
   EXPECT_EQ(unsplit[0].find("splitkv"), std::string::npos) << unsplit[0];
   // One block on every SM (as many sequences as SMs, one K/V head) against 8192 keys: a split
   // would fill the second slots, but these blocks already keep DRAM busy; not split either.
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = query_device_properties(0).sm_count;
   const std::vector<std::string> one_per_sm =
       launched_kernels(decode_problem(sms, 4, 1, 1, 8192, 128, DType::bf16, CausalMode::none));
   ASSERT_EQ(one_per_sm.size(), 1u) << sms << " SMs";

@@ -75,10 +75,10 @@ PY
     shapes=("2 32 8 1 65536 128:default 8 16" "4 32 8 1 32768 128:default 4 16" "8 32 8 1 32768 128:default 2 1"
             "12 32 8 1 8192 128:default 1 2" "16 32 8 1 4096 128:default 1 4" "24 32 8 1 4096 128:default 1 2"
             "32 32 8 1 4096 128:default 2" "48 32 8 1 4096 128:default 1 3")
+    torch_shapes=()
+    for shape in "${shapes[@]}"; do read -r b h hkv sq skv d <<< "${shape%%:*}"; torch_shapes+=("$b,$h,$hkv,$sq,$skv,$d"); done
     for round in 1 2; do
       time_splits "$round" "${shapes[@]}"
-      torch_shapes=()
-      for shape in "${shapes[@]}"; do read -r b h hkv sq skv d <<< "${shape%%:*}"; torch_shapes+=("$b,$h,$hkv,$sq,$skv,$d"); done
       echo "=== r$round PyTorch ($(date +%T))"
       PYTHONUNBUFFERED=1 timeout 200 python3 tests/perf/decode_torch.py --backends flash,cudnn "${torch_shapes[@]}" 2>&1 | grep "^torch"
     done

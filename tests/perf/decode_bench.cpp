@@ -87,13 +87,17 @@ int main(int argc, char** argv) {
     const std::size_t kv_bytes = kv_tokens * s.kv_heads() * s.head_dim * bytes_per;
     DeviceBuffer q(q_bytes), k(kv_bytes), v(kv_bytes), o(q_bytes);
     DeviceBuffer lse(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * sizeof(float));
-    // Uniform in [-1, 1) from the device generator, as `attnprof run` draws its inputs (K and V over
-    // the whole pool: a paged cache's spare slots too).
+    // Drawn on the device in each tensor's range, as `attnprof run` draws its inputs (K and V over the
+    // whole pool: a paged cache's spare slots too).
     CudaStream stream;
-    const auto elements = [&](std::size_t bytes) { return static_cast<std::int64_t>(bytes / bytes_per); };
-    CUDA_CHECK(kernels::fill_uniform(q.get(), problem.dtype, elements(q_bytes), 1, InputTensor::q, -1.f, 1.f, stream.get()));
-    CUDA_CHECK(kernels::fill_uniform(k.get(), problem.dtype, elements(kv_bytes), 1, InputTensor::k, -1.f, 1.f, stream.get()));
-    CUDA_CHECK(kernels::fill_uniform(v.get(), problem.dtype, elements(kv_bytes), 1, InputTensor::v, -1.f, 1.f, stream.get()));
+    const auto fill = [&](DeviceBuffer& buffer, std::size_t bytes, InputTensor tensor) {
+      const InputRange range = input_range(tensor);
+      CUDA_CHECK(kernels::fill_uniform(buffer.get(), problem.dtype, static_cast<std::int64_t>(bytes / bytes_per), 1,
+                                       tensor, range.low, range.high, stream.get()));
+    };
+    fill(q, q_bytes, InputTensor::q);
+    fill(k, kv_bytes, InputTensor::k);
+    fill(v, kv_bytes, InputTensor::v);
 
     std::vector<int> lens_q, lens_kv;
     for (int b = 0; b < s.batch; ++b) {
