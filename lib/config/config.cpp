@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -70,13 +71,66 @@ std::string parse_error_reason(const json::parse_error& error) {
   return std::string(bracket == std::string_view::npos ? what : what.substr(bracket + 2));
 }
 
+// nlohmann keeps the last of two equal keys in an object, so a config that says "warmup" twice
+// would run with whichever came last, unnoticed. The parser's events rebuild each key's pointer.
+class DuplicateKeys {
+ public:
+  bool on_event(json::parse_event_t event, const json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        frames_.emplace_back();
+        frames_.back().array = event == json::parse_event_t::array_start;
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::key: {
+        Frame& object = frames_.back();
+        object.key = parsed.get<std::string>();
+        if (!object.keys.insert(object.key).second) pointers_.push_back(pointer());
+        break;
+      }
+      case json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  }
+  const std::vector<std::string>& pointers() const { return pointers_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::size_t index = 0;      // arrays: the element being read
+    std::string key;            // objects: the member being read
+    std::set<std::string> keys;  // objects: the keys so far
+  };
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  std::string pointer() const {
+    std::string result;
+    for (const Frame& f : frames_) result = f.array ? child_pointer(result, f.index) : child_pointer(result, f.key);
+    return result;
+  }
+  std::vector<Frame> frames_;
+  std::vector<std::string> pointers_;
+};
+
 std::optional<json> parse_json_text(std::string_view text, IssueList& issues) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     issues.add("", "the document is empty; expected a JSON object");
     return std::nullopt;
   }
   try {
-    json document = json::parse(text);
+    DuplicateKeys duplicates;
+    json document = json::parse(
+        text, [&](int, json::parse_event_t event, json& parsed) { return duplicates.on_event(event, parsed); });
+    for (const std::string& pointer : duplicates.pointers())
+      issues.add(pointer, "duplicate key: it is given twice in one object, and only one of the values would be used");
     if (!document.is_object()) {
       issues.add("",
                  fmt::format("expected a JSON object at the top level, found {}", describe_value(document)));
@@ -165,7 +219,8 @@ void read_shapes(const json& document, Config& config, IssueList& issues) {
     return read_shape_spec(value, pointer, issues);
   };
   config.shapes =
-      read_list<ShapeSpec>(*shapes, "/shapes", ListRule{"shape objects"}, issues, read_shape, same_case);
+      read_list<ShapeSpec>(*shapes, "/shapes", ListRule{"shape objects"}, issues, read_shape,
+                           [&](const ShapeSpec& a, const ShapeSpec& b) { return same_case(a, b, config.causal); });
 }
 
 void read_run_settings(const json& document, Config& config, IssueList& issues) {
@@ -290,6 +345,7 @@ nlohmann::json shape_option_document(std::string_view text) {
   };
   nlohmann::json shape = nlohmann::json::object();
   nlohmann::json document = nlohmann::json::object();
+  std::set<std::string> seen;  // a key given twice would silently keep only its last value
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
@@ -303,6 +359,10 @@ nlohmann::json shape_option_document(std::string_view text) {
       continue;
     }
     const std::string value = part.substr(equals + 1);
+    if (!seen.insert(key).second) {
+      fail(fmt::format("'{}': {} is given twice", part, key));
+      continue;
+    }
     if (const auto size = std::find_if(kSizes.begin(), kSizes.end(), [&](const auto& s) { return s.first == key; });
         size != kSizes.end()) {
       if (const auto n = integer(key, value)) shape[size->second] = *n;
@@ -331,7 +391,10 @@ nlohmann::json shape_option_document(std::string_view text) {
     } else if (key == "dtype") {
       document["dtypes"] = {value};
     } else if (key == "bias") {
-      shape["bias"] = value == "1" || value == "true";
+      if (value == "1" || value == "true" || value == "0" || value == "false")
+        shape["bias"] = value == "1" || value == "true";
+      else
+        fail(fmt::format("bias={}: expected true, false, 1 or 0", value));
     } else {
       const std::optional<std::string> hint = closest_match(key, kKeys);
       fail(fmt::format("unknown key '{}'{} (keys: {})", key, hint ? fmt::format(" (did you mean '{}'?)", *hint) : "",

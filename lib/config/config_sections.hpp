@@ -25,12 +25,14 @@ std::optional<CausalMode> read_causal_mode(const json& value, const std::string&
 // One entry of "shapes": the five sizes, "heads_kv", "window" and "bias".
 std::optional<ShapeSpec> read_shape_spec(const json& value, const std::string& pointer, IssueList& issues);
 
-// The "shape" of an expectation: the five sizes only.
+// The "shape" of an expectation: the five sizes and heads_kv, and where given a ragged batch's
+// lengths and a page size (absent, they are not checked: see expected_shape_matches).
 std::optional<AttentionShape> read_expected_shape(const json& value, const std::string& pointer,
                                                   IssueList& issues);
 
-// Sweep shapes equal in every field would run, and report, the same cases twice.
-bool same_case(const ShapeSpec& a, const ShapeSpec& b);
+// Whether two shape entries would run a case twice: the same sizes, window and bias, and a causal
+// setting in common (a shape without its own causal list runs the config's, `config_causal`).
+bool same_case(const ShapeSpec& a, const ShapeSpec& b, const std::vector<CausalMode>& config_causal);
 
 // One entry of "expect".
 std::optional<Expectation> read_expectation(const json& value, const std::string& pointer,

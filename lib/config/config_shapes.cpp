@@ -18,7 +18,8 @@ constexpr std::uint64_t kMaxHeadDim = 1024;
 constexpr std::uint64_t kMaxSequence = std::uint64_t{1} << 24;
 constexpr std::uint64_t kMaxBatchTimesHeads = INT_MAX;  // kernels index batch*heads in an int
 
-const std::vector<std::string> kShapeKeys = {"batch", "heads", "seq_q", "seq_kv", "head_dim", "heads_kv"};
+const std::vector<std::string> kShapeKeys = {"batch",    "heads",      "seq_q",       "seq_kv",   "head_dim",
+                                             "heads_kv", "seq_lens_q", "seq_lens_kv", "page_size"};
 const std::vector<std::string> kSweepShapeKeys = {"batch",    "heads",    "seq_q",  "seq_kv",     "head_dim",
                                                   "heads_kv", "window",   "bias",   "seq_lens_q", "seq_lens_kv",
                                                   "page_size", "causal"};
@@ -34,6 +35,16 @@ std::optional<std::uint64_t> read_size(const json& object, const std::string& po
     return std::nullopt;
   }
   return read_integer(*value, member_pointer, IntegerRule{1, maximum}, issues);
+}
+
+// Whether v is an integer in [low, high]. Read as unsigned where JSON holds it so: an unsigned
+// value above INT64_MAX would otherwise wrap to a negative one (2^64 - 1 to -1).
+bool integer_between(const json& v, std::int64_t low, std::int64_t high) {
+  if (v.is_number_unsigned()) {
+    const std::uint64_t u = v.get<std::uint64_t>();
+    return u <= static_cast<std::uint64_t>(high) && (low <= 0 || u >= static_cast<std::uint64_t>(low));
+  }
+  return v.is_number_integer() && v.get<std::int64_t>() >= low && v.get<std::int64_t>() <= high;
 }
 
 // a * b, or nothing when the product does not fit an int64.
@@ -115,7 +126,7 @@ std::optional<AttentionWindow> read_window(const json& value, const std::string&
   for (std::size_t i = 0; i < 2; ++i) {
     const std::string side = child_pointer(pointer, i);
     const json& v = value[i];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < -1 || v.get<std::int64_t>() > limit) {
+    if (!integer_between(v, -1, limit)) {
       issues.add(side, fmt::format("expected -1 (unbounded) or a number of keys from 0 to max(seq_q, seq_kv) = {}, "
                                    "found {}",
                                    limit, describe_value(v)));
@@ -143,7 +154,7 @@ std::optional<std::vector<int>> read_lengths(const json& object, const std::stri
   bool ok = true;
   for (std::size_t i = 0; i < value->size(); ++i) {
     const json& v = (*value)[i];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > maximum) {
+    if (!integer_between(v, 1, maximum)) {
       issues.add(child_pointer(member, i), fmt::format("expected a length from 1 to {} = {}, found {}", maximum_name,
                                                        maximum, describe_value(v)));
       ok = false;
@@ -152,6 +163,15 @@ std::optional<std::vector<int>> read_lengths(const json& object, const std::stri
     lens.push_back(static_cast<int>(v.get<std::int64_t>()));
   }
   if (!ok) return std::nullopt;
+  // The packed layout's cumulative offsets are 32-bit, as varlen kernels take them.
+  std::int64_t total = 0;
+  for (int len : lens) total += len;
+  if (total > INT_MAX) {
+    issues.add(member, fmt::format("expected lengths that sum to at most {} tokens (the packed batch's offsets are "
+                                   "32-bit), found a sum of {}",
+                                   INT_MAX, total));
+    return std::nullopt;
+  }
   return lens;
 }
 
@@ -162,8 +182,7 @@ void read_ragged_and_pages(const json& object, const std::string& pointer, Atten
     shape.seq_lens_kv = std::move(*lens);
   if (const json* value = find_member(object, "page_size")) {
     const std::string member = child_pointer(pointer, "page_size");
-    if (!value->is_number_integer() || value->get<std::int64_t>() < 1 ||
-        value->get<std::int64_t>() > static_cast<std::int64_t>(kMaxPageSize)) {
+    if (!integer_between(*value, 1, static_cast<std::int64_t>(kMaxPageSize))) {
       issues.add(member, fmt::format("expected a page size in tokens from 1 to {}, found {}", kMaxPageSize,
                                      describe_value(*value)));
     } else {
@@ -217,13 +236,21 @@ std::optional<AttentionShape> read_expected_shape(const json& value, const std::
   const std::size_t issues_before = issues.size();
   reject_unknown_keys(value, pointer, kShapeKeys, issues);
   std::optional<AttentionShape> shape = read_sizes(value, pointer, issues);
-  if (shape) read_heads_kv(value, pointer, *shape, issues);
+  if (shape) {
+    read_heads_kv(value, pointer, *shape, issues);
+    read_ragged_and_pages(value, pointer, *shape, issues);
+  }
   if (issues.size() != issues_before) return std::nullopt;
   return shape;
 }
 
-bool same_case(const ShapeSpec& a, const ShapeSpec& b) {
-  return a.shape == b.shape && a.window == b.window && a.bias == b.bias && a.causal == b.causal;
+bool same_case(const ShapeSpec& a, const ShapeSpec& b, const std::vector<CausalMode>& config_causal) {
+  if (!(a.shape == b.shape && a.window == b.window && a.bias == b.bias)) return false;
+  const std::vector<CausalMode>& runs_a = a.causal.empty() ? config_causal : a.causal;
+  const std::vector<CausalMode>& runs_b = b.causal.empty() ? config_causal : b.causal;
+  return std::any_of(runs_a.begin(), runs_a.end(), [&](CausalMode mode) {
+    return std::find(runs_b.begin(), runs_b.end(), mode) != runs_b.end();
+  });
 }
 
 std::optional<CausalMode> read_causal_mode(const json& value, const std::string& pointer, IssueList& issues) {

@@ -1,5 +1,6 @@
 // Config parsing: every bad input names its JSON pointer and says what was expected and found;
 // good input gets its defaults; the shipped configs parse.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -186,6 +187,14 @@ const EditCase kEditCases[] = {
      "expected batch * heads * max(seq_q, seq_kv) * head_dim to fit in a 64-bit integer, found 32768 * 65535 * 16777216 * 1024"},
     {"shape_duplicate_after_seq_kv_default", "/shapes/1", R"({"batch": 4, "heads": 16, "seq_q": 1024, "seq_kv": 1024, "head_dim": 64})",
      "/shapes/1", "duplicate of /shapes/0"},
+    {"shape_duplicate_through_its_own_causal", "/shapes",
+     R"([{"batch": 4, "heads": 16, "seq_q": 1024, "head_dim": 64},
+         {"batch": 4, "heads": 16, "seq_q": 1024, "head_dim": 64, "causal": [true, false]}])",
+     "/shapes/1", "duplicate of /shapes/0"},
+    {"window_beyond_int64", "/shapes/0/window", "[18446744073709551615, 0]", "/shapes/0/window/0",
+     "expected -1 (unbounded) or a number of keys from 0 to max(seq_q, seq_kv) = 1024, found 18446744073709551615"},
+    {"page_size_beyond_int64", "/shapes/0/page_size", "18446744073709551615", "/shapes/0/page_size",
+     "expected a page size in tokens from 1 to 1048576"},
     // metrics
     {"metrics_string", "/metrics", R"("dram")", "/metrics", R"(expected an array of metric names, found the string "dram")"},
     {"metric_misspelt", "/metrics", R"(["dram", "tensr"])", "/metrics/1", R"(expected one of "occupancy", "dram", "tensor", found "tensr" (did you mean "tensor"?))"},
@@ -643,6 +652,57 @@ TEST(ConfigParse, ReadsARaggedPagedShape) {
   EXPECT_EQ(s.pages_per_sequence(), 256);
 }
 
+TEST(ConfigErrors, AKeyGivenTwiceInOneObjectIsNamedByItsPointer) {
+  const std::vector<ConfigIssue> issues = issues_of(R"({"warmup": 1, "backends": ["flash"], "warmup": 5,
+      "shapes": [{"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 64},
+                 {"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 64, "batch": 7}],
+      "expect": [{"backend": "flash", "shape": {"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 64,
+                  "a/b": 1, "a/b": 2}}]})");
+  expect_issue(issues, "/warmup", "duplicate key");
+  expect_issue(issues, "/shapes/1/batch", "duplicate key");
+  expect_issue(issues, "/expect/0/shape/a~1b", "duplicate key");
+  EXPECT_EQ(std::count_if(issues.begin(), issues.end(),
+                          [](const ConfigIssue& i) { return i.message.find("duplicate key") != std::string::npos; }),
+            3) << all_issues(issues);
+}
+
+TEST(ConfigParse, EqualKeysInDifferentObjectsAreNotDuplicates) {
+  const Config config = parse_text(R"({"backends": ["flash"],
+      "shapes": [{"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 64}, {"batch": 2, "heads": 2, "seq_q": 64, "head_dim": 64}]})");
+  EXPECT_EQ(config.shapes.size(), 2u);
+}
+
+TEST(ConfigParse, ShapesThatShareNoCausalSettingAreNotDuplicates) {
+  json document = minimal_document();
+  json shape = document["shapes"][0];
+  shape["causal"] = true;
+  document["shapes"].push_back(shape);  // the first runs the config's causal (false), this one true
+  EXPECT_EQ(parse_json(document).shapes.size(), 2u);
+}
+
+TEST(ConfigErrors, RaggedLengthsMustSumToA32BitOffset) {
+  json document = minimal_document();
+  json& shape = document["shapes"][0];
+  shape = {{"batch", 200}, {"heads", 1}, {"seq_q", 1 << 24}, {"head_dim", 64}};
+  shape["seq_lens_q"] = json(std::vector<int>(200, 1 << 24));
+  expect_issue(issues_of(document.dump()), "/shapes/0/seq_lens_q",
+               "expected lengths that sum to at most 2147483647 tokens (the packed batch's offsets are 32-bit), "
+               "found a sum of 3355443200");
+}
+
+TEST(ConfigParse, AnExpectationShapeMayNameLengthsAndAPageSize) {
+  json document = minimal_document();
+  document["expect"] = json::parse(R"([{"backend": "flash", "kernels_per_iter": 2,
+      "shape": {"batch": 2, "heads": 4, "seq_q": 1, "seq_kv": 64, "head_dim": 64, "heads_kv": 2,
+                "seq_lens_kv": [17, 64], "page_size": 16}}])");
+  const Config config = parse_json(document);
+  ASSERT_EQ(config.expect.size(), 1u);
+  ASSERT_TRUE(config.expect[0].shape.has_value());
+  EXPECT_EQ(config.expect[0].shape->seq_lens_kv, (std::vector<int>{17, 64}));
+  EXPECT_EQ(config.expect[0].shape->page_size, 16);
+  EXPECT_EQ(config.expect[0].shape->kv_heads(), 2);
+}
+
 TEST(ShapeOption, WhatItCannotReadIsAConfigErrorNamingThePart) {
   auto message = [](const char* text) {
     try {
@@ -656,6 +716,8 @@ TEST(ShapeOption, WhatItCannotReadIsAConfigErrorNamingThePart) {
   EXPECT_NE(message("b=eight").find("b=eight: expected an integer"), std::string::npos);
   EXPECT_NE(message("window=4096").find("expected LEFT:RIGHT"), std::string::npos);
   EXPECT_NE(message("b8").find("expected key=value"), std::string::npos);
+  EXPECT_NE(message("b=1,h=2,sq=64,d=64,bias=yes").find("bias=yes: expected true, false, 1 or 0"), std::string::npos);
+  EXPECT_NE(message("b=1,h=2,sq=64,d=64,b=4").find("'b=4': b is given twice"), std::string::npos);
 }
 
 }  // namespace
