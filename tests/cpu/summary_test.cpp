@@ -340,6 +340,25 @@ TEST(Expectations, FiltersNarrowWhichCasesAreJudged) {
   EXPECT_FALSE(expectation_applies(shape, c));
 }
 
+TEST(Expectations, AShapeWithoutLengthsOrPagesHoldsForRaggedAndPagedCasesOfItsSizes) {
+  CaseSummary c = summarize_case(measurements(), manual_like_batch());
+  c.problem.shape.page_size = 16;
+  c.problem.shape.seq_lens_kv = {128};
+  Expectation sizes = expect_for("manual");
+  sizes.shape = AttentionShape{1, 1, 128, 128, 64};
+  EXPECT_TRUE(expectation_applies(sizes, c));
+  Expectation paged = sizes;
+  paged.shape->page_size = 16;
+  EXPECT_TRUE(expectation_applies(paged, c));
+  paged.shape->page_size = 64;
+  EXPECT_FALSE(expectation_applies(paged, c));
+  Expectation ragged = sizes;
+  ragged.shape->seq_lens_kv = {127};
+  EXPECT_FALSE(expectation_applies(ragged, c));
+  ragged.shape->seq_lens_kv = {128};
+  EXPECT_TRUE(expectation_applies(ragged, c));
+}
+
 TEST(Expectations, CasesThatDidNotRunAreNotJudged) {
   CaseSummary c = summarize_case(measurements(), manual_like_batch());
   c.status = CaseStatus::skipped;
