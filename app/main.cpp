@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("attnprof ") + kToolVersion);
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 ok, 1 check found a regression or surprise, 2 usage or config error,\n"
-      "            3 some cases failed (the others ran and were written), 4 no usable GPU.");
+      "Exit codes: 0 ok, 1 check found a regression or surprise, 2 usage or config error (an unreadable\n"
+      "            input or unwritable output included), 3 some cases failed (the others ran and were\n"
+      "            written), 4 no usable GPU.");
 
   RunRequest run;
   CLI::App* run_cmd = app.add_subcommand("run", "run the backends over the config's cases and write trace.json + summary.json");
@@ -201,6 +202,10 @@ int main(int argc, char** argv) {
     std::cerr << "attnprof: " << e.what() << "\n";
     return kExitNoGpu;
   } catch (const UsageError& e) {
+    std::cerr << "attnprof: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A folder or file the user named that cannot be created, renamed or read.
     std::cerr << "attnprof: " << e.what() << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {

@@ -105,9 +105,15 @@ int merge_command(const MergeRequest& r) {
   if (!r.summary_path.empty()) summary_out = r.summary_path;
   ProfileMerge merged;
   try {
+    // The name says the format (readers go by the first bytes, but people and tools by the name).
+    const trace::TraceFormat named =
+        r.out_path.ends_with(".gz") ? trace::TraceFormat::json_gz : trace::TraceFormat::json;
     const trace::TraceFormat format =
-        r.trace_format.empty() ? (r.out_path.ends_with(".gz") ? trace::TraceFormat::json_gz : trace::TraceFormat::json)
-                               : trace::parse_trace_format(r.trace_format).value_or(trace::TraceFormat::json);
+        r.trace_format.empty() ? named : trace::parse_trace_format(r.trace_format).value_or(trace::TraceFormat::json);
+    if (format != named)
+      throw UsageError(fmt::format("merge: --trace-format {} does not match --out {}: name the output {}",
+                                   r.trace_format, r.out_path,
+                                   format == trace::TraceFormat::json_gz ? "*.json.gz" : "*.json (without .gz)"));
     merged = merge_process_traces(std::vector<std::filesystem::path>(r.inputs.begin(), r.inputs.end()), r.out_path,
                                   summary_out, format);
   } catch (const trace::TraceFormatError& e) {

@@ -211,6 +211,8 @@ int run_command(const RunRequest& r, const std::atomic<bool>* interrupted) {
   }
   const std::vector<std::string> backends = expand_backend_names(r.backends.empty() ? config.backends : r.backends);
   const OutputFormat format = format_of(r.format);
+  // A malformed --devices is a usage error (2) whether or not this machine has a GPU (4).
+  if (!r.devices.empty() && r.devices != "all") parse_device_list(r.devices, std::nullopt);
   if (r.dry_run) {
     print_plan(r, config, plan_cases(config, backends));
     return kExitOk;
@@ -238,8 +240,14 @@ int run_command(const RunRequest& r, const std::atomic<bool>* interrupted) {
     return run_sweep(options).exit_code;
   }
 
+  // Before any worker starts: without a GPU each worker would fail its cases (3) where the run
+  // as a whole has no usable GPU (4).
+  const int device_count = require_devices();
   std::vector<int> devices = {options.device};
-  if (!r.devices.empty()) devices = parse_device_list(r.devices, require_devices());
+  if (!r.devices.empty()) devices = parse_device_list(r.devices, device_count);
+  else if (options.device >= device_count)
+    throw UsageError(fmt::format("--device {}: there is no GPU {} (this machine has {}: 0..{})", options.device,
+                                 options.device, device_count, device_count - 1));
   if (devices.size() > 1 || r.isolate) {
     DeviceRunOptions sharded;
     sharded.cases = plan_cases(config, backends);

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include "core/errors.hpp"
+
 namespace attnprof {
 namespace {
 
@@ -224,7 +226,7 @@ DocumentWriter::DocumentWriter(std::filesystem::path path, Compression compressi
     : path_(std::move(path)) {
   errno = 0;
   file_ = std::fopen(path_.c_str(), "wb");
-  if (file_ == nullptr) throw std::runtime_error(fmt::format("cannot write {}: {}", path_.string(), std::strerror(errno)));
+  if (file_ == nullptr) throw OutputFileError(fmt::format("cannot write {}: {}", path_.string(), std::strerror(errno)));
   if (compression == Compression::gzip) {
     auto deflater = std::make_unique<Deflater>();
     const int status =

@@ -464,11 +464,13 @@ void write_json_atomically(const std::string& path, const nlohmann::json& docume
 
 void write_text_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  std::error_code ec;
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  if (ec) throw OutputFileError(fmt::format("cannot create the folder of {}: {}", path, ec.message()));
   const std::string temp = path + ".tmp";
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
+    if (!out) throw OutputFileError(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
     out << text;
     out.flush();
     if (!out) throw std::runtime_error(fmt::format("writing {} failed: {}", temp, std::strerror(errno)));
