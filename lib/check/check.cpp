@@ -29,11 +29,13 @@ int CheckReport::failures() const {
 
 namespace {
 
+// Six significant digits: 20.05 against 20.1 must not both print as "20.1".
 std::string count_text(double value) {
-  return std::abs(value - std::round(value)) < 1e-9 ? fmt::format("{:.0f}", value) : fmt::format("{:.3g}", value);
+  return std::abs(value - std::round(value)) < 1e-9 ? fmt::format("{:.0f}", value) : fmt::format("{:.6g}", value);
 }
 
-bool differs(double a, double b) { return std::abs(a - b) > 1e-6 * std::max(1.0, std::abs(a)); }
+// Counts and bytes per iteration are exact quotients: one more kernel in two million is a change.
+bool differs(double a, double b) { return std::abs(a - b) > 1e-6; }
 
 class CaseComparer {
  public:
@@ -43,7 +45,10 @@ class CaseComparer {
   void compare() {
     if (base_.status == CaseStatus::skipped && cur_.status == CaseStatus::skipped) return;
     if (cur_.status != base_.status || (base_.verify_passed && cur_.verified && !cur_.verify_passed)) {
-      const bool worse = base_.status == CaseStatus::ok && cur_.status != CaseStatus::ok;
+      // A case that now fails is worse whatever it was (skipped included); one that no longer runs
+      // (skipped, interrupted) is worse than one that ran.
+      const bool worse = cur_.status == CaseStatus::failed ||
+                         (base_.status == CaseStatus::ok && cur_.status != CaseStatus::ok);
       add("status", status_text(base_), status_text(cur_) + (cur_.reason.empty() ? "" : ": " + cur_.reason),
           worse ? DifferenceKind::regression : DifferenceKind::info, worse);
     }
@@ -151,6 +156,16 @@ std::string xml_escape(const std::string& text) {
 
 CheckReport compare_summaries(const RunSummary& baseline, const RunSummary& current, const CheckOptions& options) {
   CheckReport report;
+  // Cases are matched by label: two cases of one label in either summary cannot be told apart.
+  const auto refuse_shared_labels = [&](const RunSummary& summary, const char* which) {
+    std::set<std::string> labels;
+    for (const CaseSummary& c : summary.cases)
+      if (!labels.insert(c.label).second)
+        report.differences.push_back({c.label, "case", fmt::format("label given to two cases of the {}", which),
+                                      "cannot be compared", DifferenceKind::regression, true});
+  };
+  refuse_shared_labels(baseline, "baseline");
+  refuse_shared_labels(current, "summary");
   std::map<std::string, const CaseSummary*> base_cases;
   for (const CaseSummary& c : baseline.cases) base_cases[c.label] = &c;
   std::set<std::string> seen;

@@ -116,6 +116,38 @@ TEST(Check, ACaseThatStopsWorkingFails) {
   EXPECT_NE(find(report, "status")->current.find("out of memory"), std::string::npos);
 }
 
+TEST(Check, ASkippedCaseThatNowFailsFails) {
+  RunSummary before = baseline();
+  before.cases[0].status = CaseStatus::skipped;
+  RunSummary now = baseline();
+  now.cases[0].status = CaseStatus::failed;
+  const CheckReport report = compare_summaries(before, now, {});
+  ASSERT_EQ(report.failures(), 1);
+  EXPECT_EQ(find(report, "status")->kind, DifferenceKind::regression);
+  now.cases[0].status = CaseStatus::ok;  // skipped -> ok is news, not a regression
+  EXPECT_TRUE(compare_summaries(before, now, {}).passed());
+}
+
+TEST(Check, OneMoreKernelInAMillionIsAChangeAndPrintsDistinctly) {
+  RunSummary before = baseline(), now = baseline();
+  before.cases[0].kernels_per_iter = 2000000;
+  now.cases[0].kernels_per_iter = 2000001;
+  before.cases[1].kernels_per_iter = 20.05;
+  now.cases[1].kernels_per_iter = 20.1;
+  const CheckReport report = compare_summaries(before, now, {});
+  EXPECT_EQ(report.failures(), 2);
+  for (const Difference& d : report.differences) EXPECT_NE(d.baseline, d.current) << d.field;
+}
+
+TEST(Check, TwoCasesOfOneLabelCannotBeComparedAndFail) {
+  RunSummary now = baseline();
+  now.cases.push_back(now.cases[0]);
+  const CheckReport report = compare_summaries(baseline(), now, {});
+  EXPECT_FALSE(report.passed());
+  ASSERT_NE(find(report, "case"), nullptr);
+  EXPECT_NE(find(report, "case")->baseline.find("two cases"), std::string::npos);
+}
+
 TEST(Check, TimesOnlyCountWithATolerance) {
   RunSummary now = baseline();
   now.cases[0].median_us = 460;  // +15%
