@@ -109,17 +109,28 @@ double attention_min_bytes(const AttentionProblem& problem) {
   double sequence_arrays = 0;  // int32: lengths, offsets, the block table
   if (s.ragged()) sequence_arrays += 4.0 * (2.0 * s.batch + 1);
   if (s.paged()) sequence_arrays += 4.0 * s.batch * s.pages_per_sequence();
-  return (q_side + kv_side) * dtype_bytes(problem.dtype) + lse + sequence_arrays;
+  // The fp32 [seq_q, seq_kv] bias, shared by the batch and heads, read at least once.
+  const double bias = problem.has_bias ? 4.0 * static_cast<double>(s.seq_q) * s.seq_kv : 0.0;
+  return (q_side + kv_side) * dtype_bytes(problem.dtype) + lse + sequence_arrays + bias;
 }
 
 namespace {
 
-// "1,17,64" for a few sequences, "sum 24576 max 8192" for many.
+// "1,17,64" for a few sequences; for many, "sum 24576 max 8192 #3f2a9c1e": the sum and maximum to
+// read, and a hash of the lengths in order so that two batches of one sum and maximum (the same
+// lengths permuted) keep distinct labels, which `check` matches cases by.
 std::string lengths_label(const std::vector<int>& lens) {
   if (lens.size() <= 8) return fmt::format("{}", fmt::join(lens, ","));
   long long sum = 0;
-  for (int len : lens) sum += len;
-  return fmt::format("sum {} max {}", sum, *std::max_element(lens.begin(), lens.end()));
+  std::uint32_t hash = 2166136261u;  // FNV-1a over each length's four bytes
+  for (int len : lens) {
+    sum += len;
+    for (int byte = 0; byte < 4; ++byte) {
+      hash ^= (static_cast<std::uint32_t>(len) >> (8 * byte)) & 0xffu;
+      hash *= 16777619u;
+    }
+  }
+  return fmt::format("sum {} max {} #{:08x}", sum, *std::max_element(lens.begin(), lens.end()), hash);
 }
 
 }  // namespace

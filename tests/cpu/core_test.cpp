@@ -53,6 +53,8 @@ TEST(Types, FlopsBytesAndLabels) {
   p.has_bias = true;
   p.dtype = DType::fp32;
   EXPECT_EQ(case_label("efficient", p), "efficient fp32 causal bias 2x16x4096x4096x128");
+  // q, k, v, o in fp32 and the fp32 [seq_q, seq_kv] bias, read once for the whole batch.
+  EXPECT_DOUBLE_EQ(attention_min_bytes(p), 4.0 * 2 * 16 * 4096 * 128 * 4 + 4.0 * 4096 * 4096);
   EXPECT_FLOAT_EQ(p.softmax_scale(), 1.0f / std::sqrt(128.0f));
   EXPECT_EQ(parse_dtype("fp16"), DType::fp16);
   EXPECT_FALSE(parse_dtype("float16").has_value());

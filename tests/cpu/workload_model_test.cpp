@@ -134,7 +134,12 @@ TEST(WorkloadModel, LabelsNameRaggedLengthsAndPages) {
   EXPECT_EQ(case_label("flash", p), "flash bf16 causal_br ragged(kv 1,17,4096) paged16 3x32/8x1x4096x128");
   p.shape = {9, 4, 64, 64, 64};
   p.shape.seq_lens_q = {1, 2, 3, 4, 5, 6, 7, 8, 64};
-  EXPECT_EQ(layout_label(p.shape), "ragged(q sum 100 max 64)");
+  EXPECT_EQ(layout_label(p.shape), "ragged(q sum 100 max 64 #2e1f9ddd)");
+  // The same lengths in another order are another case: its label differs.
+  AttentionShape permuted = p.shape;
+  std::swap(permuted.seq_lens_q[0], permuted.seq_lens_q[8]);
+  EXPECT_NE(layout_label(permuted), layout_label(p.shape));
+  EXPECT_EQ(layout_label(permuted).rfind("ragged(q sum 100 max 64 #", 0), 0u);
 }
 
 }  // namespace
