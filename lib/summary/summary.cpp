@@ -311,7 +311,10 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   const nlohmann::json& v = j.at("verification");
   c.verified = v.value("checked", false);
   c.verify_passed = v.value("passed", false);
-  c.relative_error = v.value("relative_error", 0.0);
+  // nlohmann writes a non-finite double as null: an error that was inf or NaN (a kernel that wrote
+  // NaN) reads back as +inf, still above every bound.
+  const auto error = v.find("relative_error");
+  c.relative_error = error == v.end() ? 0.0 : error->is_null() ? INFINITY : error->get<double>();
   c.error_bound = v.value("bound", 0.0);
   c.rows_verified = json_integer_or(v, "rows", std::int64_t{0});
   c.repeatability.reset();

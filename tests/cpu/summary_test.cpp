@@ -1,5 +1,7 @@
 // Aggregation of a case's records into per-iteration counts, the dominant kernel, findings and
 // surprises; JSON round trip; rendering.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -130,6 +132,25 @@ TEST(Summary, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back.device.compute_major, 9);
   EXPECT_EQ(back.device.compute_minor, 0);
   EXPECT_EQ(back.device.sm_count, 132);
+}
+
+// A kernel that wrote NaN gives a relative error of inf or NaN; the summary stays readable and the
+// error stays above the bound.
+TEST(Summary, ANonFiniteRelativeErrorSurvivesTheRoundTrip) {
+  CaseSummary c = summarize_case(measurements(), manual_like_batch());
+  c.status = CaseStatus::failed;
+  c.verified = true;
+  c.verify_passed = false;
+  c.error_bound = 0.02;
+  for (const double error : {INFINITY, NAN}) {
+    c.relative_error = error;
+    RunSummary run;
+    run.cases.push_back(c);
+    const RunSummary back = nlohmann::json::parse(nlohmann::json(run).dump()).get<RunSummary>();
+    ASSERT_EQ(back.cases.size(), 1u);
+    EXPECT_EQ(back.cases[0].relative_error, INFINITY);
+    EXPECT_EQ(back.cases[0].status, CaseStatus::failed);
+  }
 }
 
 TEST(Summary, RejectsDocumentsThatAreNotSummaries) {
