@@ -93,10 +93,17 @@ Occupancy theoretical_occupancy(const DeviceProperties& device, const KernelReso
 std::string explain_occupancy(const KernelResources& kernel, const Occupancy& e) {
   if (!e.valid) return "occupancy unknown: " + e.error;
   std::string cause;
-  if (e.limiter.find("registers") != std::string::npos)
-    cause = fmt::format("{} registers x {} threads = {} registers per block of {} per SM",
-                        kernel.registers_per_thread, kernel.block_threads, e.allocated_registers_per_block,
-                        e.registers_per_sm);
+  if (e.limiter.find("registers") != std::string::npos) {
+    // Registers are allocated per warp in fixed units, so a block may hold more than it asked for.
+    const bool rounded = kernel.block_threads > 0 &&
+                         e.allocated_registers_per_block > kernel.registers_per_thread * kernel.block_threads;
+    const std::string per_thread =
+        rounded ? fmt::format("{} registers (allocated as {})", kernel.registers_per_thread,
+                              e.allocated_registers_per_block / kernel.block_threads)
+                : fmt::format("{} registers", kernel.registers_per_thread);
+    cause = fmt::format("{} x {} threads = {} registers per block of {} per SM", per_thread, kernel.block_threads,
+                        e.allocated_registers_per_block, e.registers_per_sm);
+  }
   else if (e.limiter.find("shared memory") != std::string::npos)
     cause = fmt::format("{} B shared memory per block", e.allocated_shared_bytes_per_block);
   else

@@ -41,8 +41,8 @@ struct Occupancy {
 
 Occupancy theoretical_occupancy(const DeviceProperties& device, const KernelResources& kernel);
 
-// One line a human reads: "255 registers x 128 threads = 32768 registers per block of 65536 per
-// SM -> 2 blocks/SM (8 of 64 warps) -> 12.5%, limited by registers".
+// One line a human reads: "255 registers (allocated as 256) x 128 threads = 32768 registers per
+// block of 65536 per SM -> 2 blocks/SM (8 of 64 warps) -> 12.5%, limited by registers".
 std::string explain_occupancy(const KernelResources& kernel, const Occupancy& occupancy);
 
 }  // namespace attnprof

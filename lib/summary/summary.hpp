@@ -35,7 +35,7 @@ struct KernelSummary {
   int active_blocks_per_sm = 0;
   double theoretical_occupancy_percent = 0;
   std::string occupancy_limiter;
-  std::string occupancy_explanation;  // "255 registers x 128 threads ... limited by registers"
+  std::string occupancy_explanation;  // "255 registers (allocated as 256) x 128 threads ... limited by registers"
   std::optional<double> achieved_occupancy_percent;  // the --metrics values (range profiler, replayed forward)
   std::optional<double> dram_throughput_percent;
   std::optional<double> dram_bytes_per_second;

@@ -31,7 +31,7 @@ TEST(Annotate, OccupancyComesFromTheRecordsResourcesAndCarriesItsExplanation) {
   EXPECT_EQ(k.occupancy.active_blocks_per_sm, 2);
   EXPECT_DOUBLE_EQ(k.occupancy.theoretical_percent, 12.5);
   EXPECT_EQ(explain_occupancy(resources_of(k), k.occupancy),
-            "255 registers x 128 threads = 32768 registers per block of 65536 per SM -> 2 blocks/SM (8 of 64 warps) "
+            "255 registers (allocated as 256) x 128 threads = 32768 registers per block of 65536 per SM -> 2 blocks/SM (8 of 64 warps) "
             "-> 12.5%, limited by registers");
 }
 

@@ -54,7 +54,7 @@ TEST(Occupancy, ExplainsTheFlashCase) {
   const KernelResources flash{128, 255, 0, 65536, true, -1};
   const attnprof::Occupancy e = theoretical_occupancy(sm90_reference_properties(), flash);
   EXPECT_EQ(explain_occupancy(flash, e),
-            "255 registers x 128 threads = 32768 registers per block of 65536 per SM -> 2 blocks/SM (8 of 64 warps) "
+            "255 registers (allocated as 256) x 128 threads = 32768 registers per block of 65536 per SM -> 2 blocks/SM (8 of 64 warps) "
             "-> 12.5%, limited by registers");
 }
 
