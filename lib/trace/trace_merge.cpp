@@ -78,6 +78,28 @@ class FlowIds {
   std::uint64_t next_fresh_;
 };
 
+// Correlation ids of each input moved past the previous inputs' (every process counts from 1),
+// so `report` joins GPU work only to its own process's launches. Streamed: only the largest id of
+// the input being read is kept.
+class CorrelationIds {
+ public:
+  // The id `id` of the current input becomes, or nullopt where it would pass 2^32 (left as is).
+  std::optional<std::uint32_t> map(std::uint32_t id) {
+    largest_ = std::max(largest_, id);
+    const std::uint64_t moved = base_ + id;
+    if (moved > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
+    return static_cast<std::uint32_t>(moved);
+  }
+  void next_input() {
+    base_ += std::uint64_t{largest_} + 1;
+    largest_ = 0;
+  }
+
+ private:
+  std::uint64_t base_ = 0;
+  std::uint32_t largest_ = 0;
+};
+
 }  // namespace
 
 std::string labelled(const std::string& label, const std::string& name) {
@@ -136,6 +158,7 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
 
   const std::vector<std::uint32_t> host_pids = assign_host_pids(inputs);
   FlowIds flow_ids(inputs.size());
+  CorrelationIds correlations;
   int next_case = 0;
   try {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -164,6 +187,7 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       TraceEventConverter converter;
       std::optional<std::int64_t> shift;  // the converter's rule, for the flow events
       int cases_seen = 0;
+      std::uint64_t correlations_kept = 0;  // ids past 2^32 once moved
       const std::string prefix = case_prefix(in.label);
       const TraceDocument doc = read_chrome_trace(in.head.path, [&](const TraceEvent& e, const TraceDocument& so_far) {
         if (e.ph == "M") return;  // the writer names every track it writes
@@ -192,6 +216,10 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
           annotate_occupancy(*kernel, converter.device_for(kernel->device, so_far));
         std::visit(
             [&](auto& a) {
+              if constexpr (requires { a.correlation; }) {
+                if (const std::optional<std::uint32_t> moved = correlations.map(a.correlation)) a.correlation = *moved;
+                else ++correlations_kept;
+              }
               if constexpr (requires { a.tag; }) {
                 if (a.tag.case_index >= 0) {
                   cases_seen = std::max(cases_seen, a.tag.case_index + 1);
@@ -209,6 +237,12 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
             *activity);
         ++merged.events;
       });
+      correlations.next_input();
+      if (correlations_kept > 0)
+        result.notes.push_back(fmt::format("{}: {} correlation id(s) kept as they were (moved past the previous inputs' they "
+                                           "would not fit in 32 bits): `report` may join their GPU work to another "
+                                           "input's launches",
+                                           in.head.path.string(), correlations_kept));
       merged.attnprof = doc.attnprof;
       if (doc.attnprof.is_object() && (doc.attnprof.value("command", std::string()) == "merge" || doc.attnprof.contains("workers")))
         result.notes.push_back(fmt::format("{} is itself a merge of several processes: its host processes became one "
