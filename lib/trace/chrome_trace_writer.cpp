@@ -54,6 +54,10 @@ void put_int(fmt::memory_buffer& b, Integer v) {
 
 // {:.<precision>f} and {:.<precision>g}, as fmt writes them (both follow printf).
 void put_double(fmt::memory_buffer& b, double v, std::chars_format format, int precision) {
+  if (!std::isfinite(v)) {
+    put(b, "null");  // JSON has no inf or NaN; "inf" would make the whole trace unreadable
+    return;
+  }
   char text[64];
   const auto [end, error] = std::to_chars(text, text + sizeof text, v, format, precision);
   if (error == std::errc()) append_raw(b, text, static_cast<std::size_t>(end - text));
@@ -68,6 +72,9 @@ std::filesystem::path temp_path_of(const std::filesystem::path& path) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   return temp;
 }
+
+// A metric that is not a finite number is left out, not written as null: the reader takes it as a number.
+bool has_finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
 void put_fixed(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::fixed, precision); }
 void put_general(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::general, precision); }
@@ -435,19 +442,19 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
 
   write_gpu_ids(k.device, k.context, k.stream, k.correlation);
   write_kernel_shape_args(k);
-  if (k.achieved_occupancy_percent) {
+  if (has_finite(k.achieved_occupancy_percent)) {
     put(buffer_, ",\"achieved occupancy %\":");
     put_fixed(buffer_, *k.achieved_occupancy_percent, 2);
   }
-  if (k.dram_throughput_percent) {
+  if (has_finite(k.dram_throughput_percent)) {
     put(buffer_, ",\"dram throughput %\":");
     put_fixed(buffer_, *k.dram_throughput_percent, 2);
   }
-  if (k.dram_bytes_per_second) {
+  if (has_finite(k.dram_bytes_per_second)) {
     put(buffer_, ",\"dram bandwidth (GB/s)\":");
     put_fixed(buffer_, *k.dram_bytes_per_second / 1e9, 3);
   }
-  if (k.tensor_pipe_percent) {
+  if (has_finite(k.tensor_pipe_percent)) {
     put(buffer_, ",\"tensor pipe active %\":");
     put_fixed(buffer_, *k.tensor_pipe_percent, 2);
   }

@@ -521,12 +521,15 @@ nlohmann::json JsonPullParser::read_value() {
   }
 }
 
-double JsonPullParser::number_as_double() const {
+double JsonPullParser::number_as_double(std::string_view what) const {
   // The tokenizer has checked JSON's grammar, which from_chars accepts. Out of range (1e999,
   // 1e-999) is rare: strtod says what it rounds to.
   double v = 0;
   const auto [end, error] = std::from_chars(view_.data(), view_.data() + view_.size(), v);
-  if (error != std::errc()) return std::strtod(std::string(view_).c_str(), nullptr);
+  if (error == std::errc()) return v;
+  v = std::strtod(std::string(view_).c_str(), nullptr);
+  // Tiny values round to 0; an infinity would reach sums and the JSON we write, which has none.
+  if (!std::isfinite(v)) fail(fmt::format("{}: {} is beyond the range of a double (about 1.8e308)", what, view_));
   return v;
 }
 
@@ -538,7 +541,7 @@ std::int64_t JsonPullParser::as_int64(std::string_view what) const {
     if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, view_));
     return v;
   }
-  const double v = number_as_double();
+  const double v = number_as_double(what);
   if (v != std::floor(v) || std::abs(v) > 9.2e18) fail_type(what, "an integer");
   return static_cast<std::int64_t>(v);
 }
@@ -551,14 +554,14 @@ std::uint64_t JsonPullParser::as_uint64(std::string_view what) const {
     if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, view_));
     return v;
   }
-  const double v = number_as_double();
+  const double v = number_as_double(what);
   if (v != std::floor(v) || v > 1.8e19) fail_type(what, "a non-negative integer");
   return static_cast<std::uint64_t>(v);
 }
 
 double JsonPullParser::as_double(std::string_view what) const {
   if (last_ != JsonToken::number) fail_type(what, "a number");
-  return number_as_double();
+  return number_as_double(what);
 }
 
 std::int64_t JsonPullParser::as_microseconds_in_ns(std::string_view what) const {

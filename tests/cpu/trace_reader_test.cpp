@@ -59,6 +59,21 @@ TEST(JsonPullParser, UnescapesStringsToUtf8) {
   EXPECT_EQ(p.text(), "q\"b\\s/n\nt\tu\xc3\xa9 \xf0\x9f\x98\x80 <\x01>");
 }
 
+// A number a double cannot hold would become inf, and inf is not JSON: the trace is malformed.
+TEST(JsonPullParser, NumbersBeyondADoubleAreMalformedAndSaySo) {
+  for (const char* text : {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"achieved occupancy %": 1e999}}]})",
+                           R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"dram throughput %": -1e999}}]})",
+                           R"({"attnprof": {"summary": {"x": 1e400}}, "traceEvents": []})"}) {
+    const TraceFormatError e = read_error(text);
+    EXPECT_EQ(e.kind(), TraceFormatError::Kind::malformed) << text;
+    EXPECT_NE(std::string(e.what()).find("beyond the range of a double"), std::string::npos) << text << " -> " << e.what();
+  }
+  JsonPullParser tiny("[1e-999]", "t");  // rounds to 0, as JSON readers do
+  tiny.next();
+  tiny.next();
+  EXPECT_EQ(tiny.as_double("x"), 0.0);
+}
+
 TEST(JsonPullParser, MicrosecondsAreExactNanoseconds) {
   // 19 significant digits: a double would lose the last ones.
   JsonPullParser p(R"([1764700000000220.125, 12.5, 7, -3.0005, "4.25", 1.5e3])", "t");
