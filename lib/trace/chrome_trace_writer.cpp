@@ -93,11 +93,21 @@ void put_us(fmt::memory_buffer& b, std::uint64_t ns) {
 void append_json_text(fmt::memory_buffer& out, std::string_view text) {
   const char* const end = text.data() + text.size();
   for (const char* run = text.data();;) {
-    const char* special = find_json_special(run, end);
+    const char* special = find_json_special<true>(run, end);
     append_raw(out, run, static_cast<std::size_t>(special - run));
     if (special == end) return;
     run = special + 1;
     const unsigned char c = static_cast<unsigned char>(*special);
+    if (c > 0x7f) {
+      // Names from other traces or the OS may hold bytes that are not UTF-8; JSON must be.
+      if (const std::size_t n = utf8_character_length(special, end); n > 0) {
+        append_raw(out, special, n);
+        run = special + n;
+      } else {
+        out.append(std::string_view("\\ufffd"));  // one per byte that starts no character
+      }
+      continue;
+    }
     switch (c) {
       case '"': out.append(std::string_view("\\\"")); break;
       case '\\': out.append(std::string_view("\\\\")); break;
@@ -601,7 +611,9 @@ void ChromeTraceWriter::finish(const nlohmann::json& attnprof_metadata) {
   auto out = std::back_inserter(buffer_);
   fmt::format_to(out, "\n  ],\n  \"traceName\": ");
   append_json_string(buffer_, path_.filename().string());
-  fmt::format_to(out, ",\n  \"attnprof\": {}\n}}\n", attnprof_metadata.dump());
+  // Paths and names in the metadata may hold bytes that are not UTF-8: replaced, never a throw.
+  fmt::format_to(out, ",\n  \"attnprof\": {}\n}}\n",
+                 attnprof_metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   output_.write(std::string_view(buffer_.data(), buffer_.size()));
   buffer_.clear();
   output_.close();

@@ -346,6 +346,33 @@ TEST(ChromeTraceWriter, NonFiniteMetricsAreLeftOut) {
     }
 }
 
+// A byte that starts no UTF-8 character becomes U+FFFD; well-formed characters stay as they are.
+TEST(ChromeTraceWriter, InvalidUtf8BecomesTheReplacementCharacter) {
+  const std::string name = "k\xff<\xc3\xa9\xe2\x82>\xed\xa0\x80 \xf0\x9f\x98\x80\xc3";
+  fmt::memory_buffer out;
+  append_json_string(out, name);
+  const std::string text = fmt::to_string(out);
+  EXPECT_EQ(text, "\"k\\ufffd<\xc3\xa9\\ufffd\\ufffd>\\ufffd\\ufffd\\ufffd \xf0\x9f\x98\x80\\ufffd\"");
+  EXPECT_NO_THROW(nlohmann::json::parse(text));
+}
+
+// Paths and names in the attnprof object need not be UTF-8 either: finish() writes the trace,
+// where a strict dump threw and left an empty .tmp behind.
+TEST(ChromeTraceWriter, MetadataWithInvalidUtf8StillFinishes) {
+  const auto path = temp_trace("metadata_utf8.json");
+  std::filesystem::remove(path);
+  {
+    ChromeTraceWriter writer(path, test_header());
+    ActivityBatch b = test_batch();
+    b.kernels[0].name = "kernel \xff";
+    writer.write(b);
+    EXPECT_NO_THROW(writer.finish({{"inputs", nlohmann::json::array({"trace-\xfe.json"})}}));
+  }
+  EXPECT_FALSE(std::filesystem::exists(temp_trace("metadata_utf8.json.tmp")));
+  const nlohmann::json t = nlohmann::json::parse(read_file(path));
+  EXPECT_EQ(t.at("attnprof").at("inputs").at(0), "trace-\xef\xbf\xbd.json");
+}
+
 TEST(ChromeTraceWriter, MatchesTheGoldenFile) {
   const auto path = temp_trace("golden.json");
   write_and_parse(path);
