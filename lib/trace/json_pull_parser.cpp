@@ -578,6 +578,8 @@ std::int64_t JsonPullParser::as_microseconds_in_ns(std::string_view what) const 
     char* end = nullptr;
     const double v = std::strtod(copy.c_str(), &end);
     if (end == nullptr || *end != '\0' || !std::isfinite(v)) fail_type(what, "a number of microseconds");
+    // Checked before llround, whose result is undefined beyond 64 bits (1e300 came back as INT64_MIN).
+    if (std::abs(v) * 1000.0 >= 9.2e18) fail(fmt::format("{}: {} is too large", what, t));
     return static_cast<std::int64_t>(std::llround(v * 1000.0));
   }
   std::int64_t us = 0;

@@ -191,15 +191,14 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       const std::string prefix = case_prefix(in.label);
       const TraceDocument doc = read_chrome_trace(in.head.path, [&](const TraceEvent& e, const TraceDocument& so_far) {
         if (e.ph == "M") return;  // the writer names every track it writes
-        if (e.ts_ns && !shift)
-          shift = so_far.base_time_ns && *e.ts_ns >= 0 && static_cast<std::uint64_t>(*e.ts_ns) < *so_far.base_time_ns
-                      ? static_cast<std::int64_t>(*so_far.base_time_ns)
-                      : 0;
+        if (e.ts_ns && !shift) shift = timestamp_shift(so_far.base_time_ns, *e.ts_ns);
         if ((e.ph == "s" || e.ph == "f") && e.id && e.ts_ns) {
           FlowEvent flow;
           flow.start = e.ph == "s";
           flow.id = flow_ids.map(i, *e.id);
-          flow.ts_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *e.ts_ns + *shift));
+          std::int64_t ts_ns = 0;
+          if (__builtin_add_overflow(*e.ts_ns, *shift, &ts_ns)) ts_ns = *e.ts_ns > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
+          flow.ts_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, ts_ns));
           flow.device = static_cast<std::uint32_t>(e.pid);
           flow.thread = static_cast<std::uint32_t>(e.tid);
           writer.write(flow);

@@ -92,5 +92,25 @@ TEST(TraceMerge, KinetoRanksKeepTheirOwnLaunchesAndRanges) {
   for (std::int64_t c : a) EXPECT_EQ(b.count(c), 0u) << "correlation " << c << " in both inputs";
 }
 
+// A relative trace whose first record lies before its base: its times stay where they were
+// (a negative first ts made the whole input "absolute", so every event collapsed to 0).
+TEST(TraceMerge, ANegativeFirstTimestampKeepsTheInputRelative) {
+  const std::filesystem::path dir = fresh_dir("negative_ts");
+  std::ofstream(dir / "relative.json") << R"({"baseTimeNanoseconds": 1764700000000000000, "traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": -0.5, "dur": 1,
+     "args": {"correlation": 1}},
+    {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": -0.5, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 2, "args": {"correlation": 1}},
+    {"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": 10, "cat": "ac2g", "name": "ac2g", "bp": "e"}]})";
+  merge({dir / "relative.json"}, dir / "merged.json");
+  std::map<std::string, double> ts_by_what;
+  trace::read_chrome_trace(dir / "merged.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.ph != "M") ts_by_what[e.ph + " " + e.cat] = static_cast<double>(*e.ts_ns) / 1000;
+  });
+  EXPECT_EQ(ts_by_what["X kernel"], 10.0);
+  EXPECT_EQ(ts_by_what["f ac2g"], 10.0);
+  EXPECT_EQ(ts_by_what["X cuda_runtime"], 0.0);  // before the merged base: clamped, as every writer does
+}
+
 }  // namespace
 }  // namespace attnprof

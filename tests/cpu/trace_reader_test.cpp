@@ -192,6 +192,9 @@ TEST(ChromeTraceReader, WrongTypesAreMalformedAndSaySo) {
            {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"registers per thread": 2000000000}}]})",
             "registers per thread\": expected an integer from 0 to 65536"},
            {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"iteration": 9000000000}}]})", "args.iteration"},
+           // Beyond 64 bits of nanoseconds: llround's result would be undefined (it gave INT64_MIN).
+           {R"({"traceEvents": [{"ph": "X", "ts": 1e300}]})", "\"ts\": 1e300 is too large"},
+           {R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": "-1e16"}]})", "\"dur\": -1e16 is too large"},
        }) {
     const TraceFormatError e = read_error(c.text);
     EXPECT_EQ(e.kind(), TraceFormatError::Kind::malformed) << c.text;
@@ -255,6 +258,24 @@ TEST(ChromeTraceReader, ReadsHeaderAndFlatEvents) {
   EXPECT_EQ(copy->kind, MemcpyKind::DtoD);
   EXPECT_EQ(copy->src_memory, "Device");
   EXPECT_EQ(copy->bytes, 2097152u);
+}
+
+// A relative trace's first record may lie before its base (a negative ts): still relative.
+TEST(ChromeTraceReader, ANegativeFirstTimestampIsStillRelative) {
+  JsonPullParser p(R"({"baseTimeNanoseconds": 1000000000000, "traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": -0.5, "dur": 1},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 2}]})",
+                   "negative.json");
+  TraceEventConverter converter;
+  std::vector<std::uint64_t> starts;
+  read_chrome_trace(p, [&](const TraceEvent& e, const TraceDocument& doc) {
+    if (auto a = converter.convert(e, doc)) starts.push_back(start_of(*a));
+  });
+  EXPECT_EQ(starts, (std::vector<std::uint64_t>{1000000000000 - 500, 1000000000000 + 10000}));
+  EXPECT_EQ(timestamp_shift(1000, -1), 1000);
+  EXPECT_EQ(timestamp_shift(1000, 999), 1000);
+  EXPECT_EQ(timestamp_shift(1000, 1000), 0);  // at or past the base: absolute
+  EXPECT_EQ(timestamp_shift(std::nullopt, -1), 0);
 }
 
 TEST(ChromeTraceReader, BareEventArraysAreTraces) {
