@@ -605,6 +605,20 @@ void ChromeTraceWriter::write(const FlowEvent& flow) {
   flush_if_large();
 }
 
+void ChromeTraceWriter::abandon() {
+  if (!finished_) {
+    finished_ = true;
+    try {
+      output_.close();
+    } catch (const std::exception&) {
+      // The file is removed either way; the caller is already reporting why it gave up.
+    }
+  }
+  // Also after a finish() that threw before its rename; after one that renamed, nothing is there.
+  std::error_code ignored;
+  std::filesystem::remove(temp_path_, ignored);
+}
+
 void ChromeTraceWriter::finish(const nlohmann::json& attnprof_metadata) {
   if (finished_) return;
   finished_ = true;

@@ -96,6 +96,10 @@ class ChromeTraceWriter {
   // Closes traceEvents, writes the `attnprof` object (tool/config/versions/dropped records) and
   // renames the file into place. Safe to call once; later calls do nothing.
   void finish(const nlohmann::json& attnprof_metadata);
+  // Gives up: removes `<path>.tmp` and leaves whatever `path` holds alone (a merge that failed
+  // must not replace a good trace with part of one). Later finish() calls do nothing; after a
+  // finish() that renamed, there is nothing to remove.
+  void abandon();
 
   std::uint64_t events_written() const { return events_; }
   // Bytes of the JSON document so far (written out or still buffered), before any compression.

@@ -261,11 +261,11 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       result.events += merged.events;
       result.inputs.push_back(std::move(merged));
     }
-  } catch (const std::exception& e) {
-    writer.finish(nlohmann::json{{"incomplete", true}, {"error", e.what()}});
+    writer.finish(metadata ? metadata(result) : nlohmann::json::object());
+  } catch (const std::exception&) {
+    writer.abandon();  // a previous good `out` stays; part of a merge is worth less than it
     throw;
   }
-  writer.finish(metadata ? metadata(result) : nlohmann::json::object());
   return result;
 }
 

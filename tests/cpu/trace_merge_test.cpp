@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 
 #include "summary/trace_report.hpp"
 #include "trace/chrome_trace_reader.hpp"
+#include "trace/chrome_trace_writer.hpp"
 #include "trace/trace_merge.hpp"
 
 namespace attnprof {
@@ -24,6 +26,13 @@ std::filesystem::path fresh_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 nlohmann::json kineto_small_trace() {
@@ -110,6 +119,35 @@ TEST(TraceMerge, ANegativeFirstTimestampKeepsTheInputRelative) {
   EXPECT_EQ(ts_by_what["X kernel"], 10.0);
   EXPECT_EQ(ts_by_what["f ac2g"], 10.0);
   EXPECT_EQ(ts_by_what["X cuda_runtime"], 0.0);  // before the merged base: clamped, as every writer does
+}
+
+// A merge that fails part way (here a truncated gzip input) leaves a previous good output as it
+// was, and no temporary file.
+TEST(TraceMerge, AFailedMergeLeavesThePreviousOutputAlone) {
+  const std::filesystem::path dir = fresh_dir("failed");
+  std::ofstream(dir / "good.json") << kineto_rank(0, 1).dump();
+  merge({dir / "good.json"}, dir / "merged.json");
+  const std::string before = read_text(dir / "merged.json");
+  ASSERT_FALSE(before.empty());
+
+  trace::TraceWriteOptions gz;
+  gz.format = trace::TraceFormat::json_gz;
+  {
+    trace::ChromeTraceWriter writer(dir / "big.json.gz", {}, gz);
+    trace::KernelActivity k;
+    k.name = "k";
+    for (int i = 0; i < 20'000; ++i) {
+      k.start_ns = 1000 + 10 * static_cast<std::uint64_t>(i);
+      k.end_ns = k.start_ns + 5;
+      writer.write(k);
+    }
+    writer.finish(nlohmann::json::object());
+  }
+  const std::string gzip = read_text(dir / "big.json.gz");
+  std::ofstream(dir / "cut.json.gz", std::ios::binary) << gzip.substr(0, gzip.size() / 2);
+  EXPECT_THROW(merge({dir / "good.json", dir / "cut.json.gz"}, dir / "merged.json"), trace::TraceFormatError);
+  EXPECT_EQ(read_text(dir / "merged.json"), before);
+  EXPECT_FALSE(std::filesystem::exists(dir / "merged.json.tmp"));
 }
 
 }  // namespace
