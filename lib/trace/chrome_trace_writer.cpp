@@ -187,21 +187,19 @@ ChromeTraceWriter::~ChromeTraceWriter() {
   }
 }
 
-void ChromeTraceWriter::add_case(CaseName name) { set_case(cases_.size(), std::move(name)); }
+void ChromeTraceWriter::add_case(CaseName name) {
+  set_case(cases_.empty() ? 0 : cases_.rbegin()->first + 1, std::move(name));
+}
 
 void ChromeTraceWriter::set_case(std::size_t index, CaseName name) {
-  if (cases_.size() <= index) {
-    cases_.resize(index + 1);
-    case_args_.resize(index + 1);
-  }
   // Escaped once here, copied into every event of the case.
   fmt::memory_buffer args;
   put(args, ",\"backend\":");
   append_json_string(args, name.backend);
   put(args, ",\"case\":");
   append_json_string(args, name.label);
-  case_args_[index] = fmt::to_string(args);
-  cases_[index] = std::move(name);
+  cases_[index] = {std::move(name), fmt::to_string(args)};
+  last_case_index_ = static_cast<std::size_t>(-1);  // it may have been looked up, and missing
 }
 
 void ChromeTraceWriter::set_source(TraceSource source) { source_ = std::move(source); }
@@ -276,8 +274,13 @@ void ChromeTraceWriter::append_dur(std::uint64_t start_ns, std::uint64_t end_ns)
 
 void ChromeTraceWriter::write_case_args(const SweepTag& tag) {
   if (tag.case_index < 0) return;
-  if (static_cast<std::size_t>(tag.case_index) < case_args_.size())
-    put(buffer_, case_args_[static_cast<std::size_t>(tag.case_index)]);
+  const auto index = static_cast<std::size_t>(tag.case_index);
+  if (last_case_index_ != index) {
+    const auto it = cases_.find(index);
+    last_case_ = it == cases_.end() ? nullptr : &it->second;
+    last_case_index_ = index;
+  }
+  if (last_case_ != nullptr) put(buffer_, last_case_->args);
   put(buffer_, ",\"case index\":");
   put_int(buffer_, tag.case_index);
   put(buffer_, ",\"phase\":\"");

@@ -223,7 +223,13 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
                 if (a.tag.case_index >= 0) {
                   cases_seen = std::max(cases_seen, a.tag.case_index + 1);
                   if (!shared_cases) {
-                    a.tag.case_index += merged.first_case;
+                    int moved = 0;
+                    if (__builtin_add_overflow(a.tag.case_index, merged.first_case, &moved))
+                      throw TraceFormatError(TraceFormatError::Kind::malformed,
+                                             fmt::format("{}: case index {} after the previous inputs' {} cases is "
+                                                         "beyond what an int holds",
+                                                         in.head.path.string(), a.tag.case_index, merged.first_case));
+                    a.tag.case_index = moved;
                     const auto index = static_cast<std::size_t>(a.tag.case_index);
                     if (!writer.has_case(index) && e.args.case_label)
                       writer.set_case(index, {prefix + *e.args.case_label, e.args.backend.value_or("")});
@@ -253,7 +259,10 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
           doc.attnprof["summary"].contains("cases") && doc.attnprof["summary"]["cases"].is_array())
         stored_cases = static_cast<int>(doc.attnprof["summary"]["cases"].size());
       merged.case_count = std::max(cases_seen, stored_cases);
-      if (!shared_cases) next_case += merged.case_count;
+      if (!shared_cases && __builtin_add_overflow(next_case, merged.case_count, &next_case))
+        throw TraceFormatError(TraceFormatError::Kind::malformed,
+                               fmt::format("{}: its {} cases after the previous inputs' {} are more than an int holds",
+                                           in.head.path.string(), merged.case_count, merged.first_case));
       if (merged.events_not_carried > 0)
         result.notes.push_back(fmt::format("{}: {} event(s) of kinds a merge does not carry (only kernels, copies, "
                                            "memsets, CUDA API calls, annotations, overhead and ac2g flows are)",

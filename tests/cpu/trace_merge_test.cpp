@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "summary/trace_report.hpp"
 #include "trace/chrome_trace_reader.hpp"
 #include "trace/chrome_trace_writer.hpp"
+#include "trace/json_pull_parser.hpp"
 #include "trace/trace_merge.hpp"
 
 namespace attnprof {
@@ -119,6 +121,36 @@ TEST(TraceMerge, ANegativeFirstTimestampKeepsTheInputRelative) {
   EXPECT_EQ(ts_by_what["X kernel"], 10.0);
   EXPECT_EQ(ts_by_what["f ac2g"], 10.0);
   EXPECT_EQ(ts_by_what["X cuda_runtime"], 0.0);  // before the merged base: clamped, as every writer does
+}
+
+// Case indices come from the inputs: one near 2^31 must neither make the writer allocate a slot
+// for every index below it nor wrap around when the next input's cases follow it.
+std::string trace_with_case(std::int64_t case_index) {
+  return fmt::format(R"({{"baseTimeNanoseconds": 1000000, "traceEvents": [
+    {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+      "args": {{"case index": {}, "phase": "iter", "iteration": 0, "case": "c", "backend": "b"}}}}]}})",
+                     case_index);
+}
+
+TEST(TraceMerge, HugeCaseIndicesAreNeitherAllocatedNorWrapped) {
+  const std::filesystem::path dir = fresh_dir("huge_case");
+  std::ofstream(dir / "a.json") << trace_with_case(2147483646);
+  std::ofstream(dir / "b.json") << trace_with_case(1);
+  const trace::MergeResult one = merge({dir / "a.json"}, dir / "one.json");
+  EXPECT_EQ(one.inputs[0].case_count, 2147483647);
+  std::optional<std::int64_t> written;
+  trace::read_chrome_trace(dir / "one.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.cat == "kernel") written = e.args.case_index;
+  });
+  EXPECT_EQ(written, 2147483646);
+
+  try {
+    merge({dir / "a.json", dir / "b.json"}, dir / "two.json");
+    FAIL() << "case index 1 after 2147483647 cases was merged";
+  } catch (const trace::TraceFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("beyond what an int holds"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "two.json"));
 }
 
 // A merge that fails part way (here a truncated gzip input) leaves a previous good output as it
