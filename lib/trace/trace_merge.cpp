@@ -192,7 +192,13 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       const TraceDocument doc = read_chrome_trace(in.head.path, [&](const TraceEvent& e, const TraceDocument& so_far) {
         if (e.ph == "M") return;  // the writer names every track it writes
         if (e.ts_ns && !shift) shift = timestamp_shift(so_far.base_time_ns, *e.ts_ns);
-        if ((e.ph == "s" || e.ph == "f") && e.id && e.ts_ns) {
+        if (e.ph == "s" || e.ph == "f") {
+          // Only ac2g flows join what a merge carries (a launch to its GPU work); Kineto's fwdbwd
+          // and others join cpu_op events, which it does not, and "f" would end on a GPU track.
+          if (e.cat != "ac2g" || !e.id || !e.ts_ns) {
+            ++merged.events_not_carried;
+            return;
+          }
           FlowEvent flow;
           flow.start = e.ph == "s";
           flow.id = flow_ids.map(i, *e.id);

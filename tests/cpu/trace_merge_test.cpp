@@ -103,6 +103,28 @@ TEST(TraceMerge, KinetoRanksKeepTheirOwnLaunchesAndRanges) {
   for (std::int64_t c : a) EXPECT_EQ(b.count(c), 0u) << "correlation " << c << " in both inputs";
 }
 
+// Kineto writes fwdbwd flows between cpu_op events, which a merge does not carry: copied as ac2g
+// their "f" ended on a made-up GPU track.
+TEST(TraceMerge, OnlyAc2gFlowsAreCarried) {
+  const std::filesystem::path dir = fresh_dir("fwdbwd");
+  nlohmann::json doc = kineto_small_trace();
+  doc["traceEvents"].push_back({{"ph", "s"}, {"id", 5}, {"pid", 4321}, {"tid", 4321}, {"ts", 1764700000000201.0},
+                                {"cat", "fwdbwd"}, {"name", "fwdbwd"}});
+  doc["traceEvents"].push_back({{"ph", "f"}, {"id", 5}, {"pid", 4321}, {"tid", 4322}, {"ts", 1764700000000301.0},
+                                {"cat", "fwdbwd"}, {"name", "fwdbwd"}, {"bp", "e"}});
+  std::ofstream(dir / "trace-rank0.json") << doc.dump();
+  const trace::MergeResult result = merge({dir / "trace-rank0.json"}, dir / "merged.json");
+
+  std::vector<std::string> flows;  // "<ph> <cat> <pid>"
+  trace::read_chrome_trace(dir / "merged.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.ph == "s" || e.ph == "f") flows.push_back(fmt::format("{} {} {}", e.ph, e.cat, e.pid));
+  });
+  ASSERT_EQ(result.inputs.size(), 1u);
+  const std::uint32_t host = result.inputs[0].host_pid;
+  EXPECT_EQ(flows, (std::vector<std::string>{"f ac2g 0", fmt::format("s ac2g {}", host)}));
+  EXPECT_GT(result.inputs[0].events_not_carried, 0u);
+}
+
 // A relative trace whose first record lies before its base: its times stay where they were
 // (a negative first ts made the whole input "absolute", so every event collapsed to 0).
 TEST(TraceMerge, ANegativeFirstTimestampKeepsTheInputRelative) {
