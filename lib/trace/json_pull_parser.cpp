@@ -335,51 +335,57 @@ void JsonPullParser::read_string_slowly(bool keep) {
       return;
     }
     if (ch < 0x20) fail_at(offset(), fmt::format("control character 0x{:02x} inside a string (must be escaped)", ch));
-    // Backslash escape.
+    // Backslash escape; `another` when a lone high surrogate's backslash starts the next one.
     ++pos_;
-    const int e = peek();
-    if (e < 0) fail("unexpected end of file inside a string escape: the document is truncated");
-    ++pos_;
-    switch (e) {
-      case '"': text_.push_back('"'); break;
-      case '\\': text_.push_back('\\'); break;
-      case '/': text_.push_back('/'); break;
-      case 'b': text_.push_back('\b'); break;
-      case 'f': text_.push_back('\f'); break;
-      case 'n': text_.push_back('\n'); break;
-      case 'r': text_.push_back('\r'); break;
-      case 't': text_.push_back('\t'); break;
-      case 'u': {
-        auto read_hex4 = [&]() {
-          std::uint32_t value = 0;
-          for (int i = 0; i < 4; ++i) {
-            const int h = hex_value(peek());
-            if (h < 0) fail_at(offset(), "expected four hex digits after \\u in a string");
+    for (bool another = true; another;) {
+      another = false;
+      const int e = peek();
+      if (e < 0) fail("unexpected end of file inside a string escape: the document is truncated");
+      ++pos_;
+      switch (e) {
+        case '"': text_.push_back('"'); break;
+        case '\\': text_.push_back('\\'); break;
+        case '/': text_.push_back('/'); break;
+        case 'b': text_.push_back('\b'); break;
+        case 'f': text_.push_back('\f'); break;
+        case 'n': text_.push_back('\n'); break;
+        case 'r': text_.push_back('\r'); break;
+        case 't': text_.push_back('\t'); break;
+        case 'u': {
+          auto read_hex4 = [&]() {
+            std::uint32_t value = 0;
+            for (int i = 0; i < 4; ++i) {
+              const int h = hex_value(peek());
+              if (h < 0) fail_at(offset(), "expected four hex digits after \\u in a string");
+              ++pos_;
+              value = value * 16 + static_cast<std::uint32_t>(h);
+            }
+            return value;
+          };
+          // A high surrogate pairs with a low one escaped right after it. UTF-8 has no
+          // surrogates: any left alone (JSON allows them) becomes U+FFFD.
+          std::uint32_t cp = read_hex4();
+          while (cp >= 0xD800 && cp <= 0xDBFF && peek() == '\\') {
             ++pos_;
-            value = value * 16 + static_cast<std::uint32_t>(h);
-          }
-          return value;
-        };
-        std::uint32_t cp = read_hex4();
-        if (cp >= 0xD800 && cp <= 0xDBFF && peek() == '\\') {
-          // A surrogate pair: combine into one code point.
-          ++pos_;
-          if (peek() != 'u') fail_at(offset(), "expected \\u after a high surrogate in a string");
-          ++pos_;
-          const std::uint32_t low = read_hex4();
-          if (low >= 0xDC00 && low <= 0xDFFF) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          else {
+            if (peek() != 'u') {
+              another = true;
+              break;
+            }
+            ++pos_;
+            const std::uint32_t next = read_hex4();
+            if (next >= 0xDC00 && next <= 0xDFFF) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (next - 0xDC00);
+              break;
+            }
             append_utf8(text_, 0xFFFD);
-            cp = low;
+            cp = next;
           }
-        } else if (cp >= 0xD800 && cp <= 0xDFFF) {
-          cp = 0xFFFD;  // a lone surrogate
+          append_utf8(text_, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);
+          break;
         }
-        append_utf8(text_, cp);
-        break;
+        default:
+          fail_at(offset() - 1, fmt::format("invalid escape \\{} in a string", printable(e)));
       }
-      default:
-        fail_at(offset() - 1, fmt::format("invalid escape \\{} in a string", printable(e)));
     }
   }
 }

@@ -59,6 +59,18 @@ TEST(JsonPullParser, UnescapesStringsToUtf8) {
   EXPECT_EQ(p.text(), "q\"b\\s/n\nt\tu\xc3\xa9 \xf0\x9f\x98\x80 <\x01>");
 }
 
+// JSON allows lone surrogates; UTF-8 has none: each becomes U+FFFD, and an escape after a lone
+// high surrogate is read as usual.
+TEST(JsonPullParser, LoneSurrogatesBecomeTheReplacementCharacter) {
+  JsonPullParser p(R"(["a\ud800\nb", "\ud800\ud800", "\udc00x", "\ud800\ud83d\ude00", "\ud800"])", "t");
+  p.next();
+  std::vector<std::string> texts;
+  for (JsonToken t = p.next(); t != JsonToken::end_array; t = p.next()) texts.emplace_back(p.text());
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(texts, (std::vector<std::string>{"a" + fffd + "\nb", fffd + fffd, fffd + "x", fffd + "\xf0\x9f\x98\x80",
+                                             fffd}));
+}
+
 // A number a double cannot hold would become inf, and inf is not JSON: the trace is malformed.
 TEST(JsonPullParser, NumbersBeyondADoubleAreMalformedAndSaySo) {
   for (const char* text : {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"achieved occupancy %": 1e999}}]})",
