@@ -40,18 +40,37 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
+namespace {
+
+bool is_utf8_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// The first `bytes` of `text`, fewer where that would split a UTF-8 character.
+std::string_view head_of(std::string_view text, std::size_t bytes) {
+  while (bytes > 0 && bytes < text.size() && is_utf8_continuation_byte(text[bytes])) --bytes;
+  return text.substr(0, bytes);
+}
+
+// The last `bytes` of `text`, fewer where that would split a UTF-8 character.
+std::string_view tail_of(std::string_view text, std::size_t bytes) {
+  std::size_t start = text.size() - bytes;
+  while (start < text.size() && is_utf8_continuation_byte(text[start])) ++start;
+  return text.substr(start);
+}
+
+}  // namespace
+
 std::string shorten(std::string_view text, std::size_t width) {
   if (text.size() <= width) return std::string(text);
-  if (width <= 3) return std::string(text.substr(0, width));
-  return std::string(text.substr(0, width - 3)) + "...";
+  if (width <= 3) return std::string(head_of(text, width));
+  return std::string(head_of(text, width - 3)) + "...";
 }
 
 std::string shorten_middle(std::string_view text, std::size_t width) {
   if (text.size() <= width) return std::string(text);
-  if (width <= 3) return std::string(text.substr(0, width));
+  if (width <= 3) return std::string(head_of(text, width));
   const std::size_t tail = (width - 3) / 2;
   const std::size_t head = width - 3 - tail;
-  return std::string(text.substr(0, head)) + "..." + std::string(text.substr(text.size() - tail));
+  return std::string(head_of(text, head)) + "..." + std::string(tail_of(text, tail));
 }
 
 std::string wrap_text(std::string_view text, std::size_t width, std::string_view first, std::string_view rest) {

@@ -155,7 +155,7 @@ class LaunchSites {
   void add(const trace::ApiCall& c) {
     auto [name, inserted] = api_ids_.try_emplace(c.name, static_cast<std::uint32_t>(api_names_.size()));
     if (inserted) api_names_.push_back(c.name);
-    sites_.push_back({c.correlation, name->second, {c.thread, c.start_ns}});
+    sites_.push_back({c.correlation, name->second, {c.process, c.thread, c.start_ns}});
   }
   // Sorts once all calls are in; for a correlation id seen twice the later call wins.
   void seal() {
@@ -341,7 +341,7 @@ class ReportBuilder {
         const LaunchSites::Site* site = launch_sites_.find(r.correlation);
         if (site == nullptr) continue;
         any_launch = true;
-        any_match = any_match || index.has_thread(site->where.thread);
+        any_match = any_match || index.has_thread(site->where.process, site->where.thread);
       }
       if (any_launch && !any_match) {
         index.match_by_time_only(true);
@@ -360,7 +360,7 @@ class ReportBuilder {
         ++unlaunched;
         return;
       } else {
-        r.tag = index.tag_at(site->where.thread, site->where.start_ns);
+        r.tag = index.tag_at(site->where.process, site->where.thread, site->where.start_ns);
       }
       if (r.tag.case_index >= 0 && static_cast<std::size_t>(r.tag.case_index) < per_case.size())
         per_case[static_cast<std::size_t>(r.tag.case_index)].add(r);

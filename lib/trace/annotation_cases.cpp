@@ -15,11 +15,11 @@ bool is_transparent_range(const std::string& name) {
 AnnotationCaseIndex::AnnotationCaseIndex(std::vector<Annotation>& annotations) {
   // Per thread, a range is top-level when it starts at or after the end of the last top-level
   // range: sorted by start (longest first on ties), nested ranges start before that end.
-  std::map<std::uint32_t, std::vector<std::size_t>> per_thread;
+  std::map<Thread, std::vector<std::size_t>> per_thread;
   for (std::size_t i = 0; i < annotations.size(); ++i) {
     const Annotation& a = annotations[i];
     if (a.on_gpu || is_transparent_range(a.name)) continue;
-    per_thread[a.thread].push_back(i);
+    per_thread[{a.process, a.thread}].push_back(i);
   }
   std::vector<std::size_t> top_level;
   for (auto& [thread, indices] : per_thread) {
@@ -51,7 +51,7 @@ AnnotationCaseIndex::AnnotationCaseIndex(std::vector<Annotation>& annotations) {
     AnnotationCase& c = cases_[static_cast<std::size_t>(it->second)];
     a.tag = {it->second, Phase::iteration, c.occurrences++};
     const Range r{a.start_ns, a.end_ns, a.tag};
-    by_thread_[a.thread].push_back(r);
+    by_thread_[{a.process, a.thread}].push_back(r);
     by_process[a.process].push_back(r);
     all_.push_back(r);
   }
@@ -104,7 +104,7 @@ std::vector<AnnotationCaseIndex::OpenSpan> AnnotationCaseIndex::open_spans(const
 }
 
 SweepTag AnnotationCaseIndex::tag_for_launch(std::uint32_t process, std::uint32_t thread, std::uint64_t ts_ns) const {
-  const SweepTag own = tag_at(thread, ts_ns);
+  const SweepTag own = tag_at(process, thread, ts_ns);
   if (own.case_index >= 0 || time_only_) return own;
   const auto it = spans_by_process_.find(process);
   if (it == spans_by_process_.end()) return own;
@@ -116,9 +116,9 @@ SweepTag AnnotationCaseIndex::tag_for_launch(std::uint32_t process, std::uint32_
   return ts_ns < span->end_ns && span->open == 1 ? span->tag : own;
 }
 
-SweepTag AnnotationCaseIndex::tag_at(std::uint32_t thread, std::uint64_t ts_ns) const {
+SweepTag AnnotationCaseIndex::tag_at(std::uint32_t process, std::uint32_t thread, std::uint64_t ts_ns) const {
   if (time_only_) return find(all_, ts_ns);
-  auto it = by_thread_.find(thread);
+  auto it = by_thread_.find({process, thread});
   return it == by_thread_.end() ? SweepTag{} : find(it->second, ts_ns);
 }
 
@@ -149,7 +149,7 @@ CaseAssignment assign_cases_from_annotations(ActivityBatch& batch) {
       auto it = calls.find(r.correlation);
       if (it == calls.end()) continue;
       any_launch = true;
-      any_match = any_match || index.has_thread(it->second->thread);
+      any_match = any_match || index.has_thread(it->second->process, it->second->thread);
     }
   };
   survey(batch.kernels);
@@ -161,7 +161,7 @@ CaseAssignment assign_cases_from_annotations(ActivityBatch& batch) {
   // A call that launches GPU work may be claimed by another thread's range (tag_for_launch);
   // the other calls stay with their own thread's range.
   for (ApiCall& c : batch.api_calls)
-    c.tag = c.launches_work ? index.tag_for_launch(c.process, c.thread, c.start_ns) : index.tag_at(c.thread, c.start_ns);
+    c.tag = c.launches_work ? index.tag_for_launch(c.process, c.thread, c.start_ns) : index.tag_at(c.process, c.thread, c.start_ns);
   auto tag_all = [&](auto& records) {
     for (auto& r : records) {
       auto it = calls.find(r.correlation);

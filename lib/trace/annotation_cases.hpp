@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trace/model.hpp"
@@ -25,7 +26,8 @@ struct AnnotationCase {
 // operator ranges of emit_nvtx() ("aten::..."); the ranges inside them can be cases.
 bool is_transparent_range(const std::string& name);
 
-// The top-level ranges of host annotations, indexed by thread for look-ups by time.
+// The top-level ranges of host annotations, indexed by (process, thread) for look-ups by time:
+// thread ids repeat across the processes of a merged trace.
 class AnnotationCaseIndex {
  public:
   // Tags the top-level host ranges among `annotations` with {case, iteration, occurrence}
@@ -39,10 +41,10 @@ class AnnotationCaseIndex {
   // markers and API records differently on some platforms), match by time alone.
   void match_by_time_only(bool on) { time_only_ = on; }
   bool matching_by_time_only() const { return time_only_; }
-  bool has_thread(std::uint32_t thread) const { return by_thread_.count(thread) != 0; }
+  bool has_thread(std::uint32_t process, std::uint32_t thread) const { return by_thread_.count({process, thread}) != 0; }
 
-  // The tag of the top-level range around `ts_ns` on `thread`; untagged (case -1) if none.
-  SweepTag tag_at(std::uint32_t thread, std::uint64_t ts_ns) const;
+  // The tag of the top-level range around `ts_ns` on `thread` of `process`; untagged (case -1) if none.
+  SweepTag tag_at(std::uint32_t process, std::uint32_t thread, std::uint64_t ts_ns) const;
 
   // The case of work launched at `ts_ns` by `thread` of `process`: the top-level range around it
   // on that thread; failing that, while exactly one top-level range of that process is open (on
@@ -70,14 +72,16 @@ class AnnotationCaseIndex {
   static std::vector<OpenSpan> open_spans(const std::vector<Range>& ranges);
 
   std::vector<AnnotationCase> cases_;
-  std::map<std::uint32_t, std::vector<Range>> by_thread_;  // sorted by start, non-overlapping
+  using Thread = std::pair<std::uint32_t, std::uint32_t>;  // (process, thread)
+  std::map<Thread, std::vector<Range>> by_thread_;           // sorted by start, non-overlapping
   std::map<std::uint32_t, std::vector<OpenSpan>> spans_by_process_;
   std::vector<Range> all_;                                   // every thread's, sorted by start
   bool time_only_ = false;
 };
 
-// Where a GPU record was launched from: the host thread and time of its API call.
+// Where a GPU record was launched from: the host process, thread and time of its API call.
 struct LaunchSite {
+  std::uint32_t process = 0;
   std::uint32_t thread = 0;
   std::uint64_t start_ns = 0;
 };

@@ -451,14 +451,14 @@ const DeviceProperties& TraceEventConverter::device_for(std::uint32_t device, co
   return *fallback_device_;
 }
 
+std::int64_t timestamp_shift(std::optional<std::uint64_t> base_time_ns, std::int64_t first_ts_ns) {
+  if (!base_time_ns) return 0;
+  const bool relative = first_ts_ns < 0 || static_cast<std::uint64_t>(first_ts_ns) < *base_time_ns;
+  return relative ? static_cast<std::int64_t>(*base_time_ns) : 0;
+}
+
 std::uint64_t TraceEventConverter::to_ns(std::int64_t ts_ns, const TraceDocument& doc) {
-  if (!shift_) {
-    // Relative timestamps (ours, newer Kineto) are offsets from baseTimeNanoseconds; absolute
-    // ones (older Kineto) are already past it. Decided once, so all events share one clock.
-    shift_ = doc.base_time_ns && ts_ns >= 0 && static_cast<std::uint64_t>(ts_ns) < *doc.base_time_ns
-                 ? static_cast<std::int64_t>(*doc.base_time_ns)
-                 : 0;
-  }
+  if (!shift_) shift_ = timestamp_shift(doc.base_time_ns, ts_ns);  // once, so all events share one clock
   std::int64_t ns = 0;
   if (__builtin_add_overflow(ts_ns, *shift_, &ns)) return ts_ns > 0 ? std::numeric_limits<std::uint64_t>::max() : 0;
   return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;

@@ -100,6 +100,11 @@ TraceDocument read_chrome_trace(JsonPullParser& parser, const TraceEventCallback
 // write (max blocks per SM, reserved shared memory per block) come from the compute capability.
 DeviceProperties device_properties_from_json(const nlohmann::json& entry);
 
+// What every ts of a trace is shifted by, decided once from its first timed event: relative
+// timestamps (ours, newer Kineto) are offsets from baseTimeNanoseconds, and may be negative (a
+// record from before the base); absolute ones (older Kineto) are already past it.
+std::int64_t timestamp_shift(std::optional<std::uint64_t> base_time_ns, std::int64_t first_ts_ns);
+
 // Turns trace events into activities of the model: kernels, memcpys, memsets, runtime/driver
 // calls, host and GPU annotations, overheads. Sweep tags come from our "case index"/"phase"/
 // "iteration" args when present. A kernel's derived facts (occupancy) are not read back: the

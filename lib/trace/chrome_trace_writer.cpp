@@ -54,6 +54,10 @@ void put_int(fmt::memory_buffer& b, Integer v) {
 
 // {:.<precision>f} and {:.<precision>g}, as fmt writes them (both follow printf).
 void put_double(fmt::memory_buffer& b, double v, std::chars_format format, int precision) {
+  if (!std::isfinite(v)) {
+    put(b, "null");  // JSON has no inf or NaN; "inf" would make the whole trace unreadable
+    return;
+  }
   char text[64];
   const auto [end, error] = std::to_chars(text, text + sizeof text, v, format, precision);
   if (error == std::errc()) append_raw(b, text, static_cast<std::size_t>(end - text));
@@ -68,6 +72,9 @@ std::filesystem::path temp_path_of(const std::filesystem::path& path) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   return temp;
 }
+
+// A metric that is not a finite number is left out, not written as null: the reader takes it as a number.
+bool has_finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
 void put_fixed(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::fixed, precision); }
 void put_general(fmt::memory_buffer& b, double v, int precision) { put_double(b, v, std::chars_format::general, precision); }
@@ -86,11 +93,21 @@ void put_us(fmt::memory_buffer& b, std::uint64_t ns) {
 void append_json_text(fmt::memory_buffer& out, std::string_view text) {
   const char* const end = text.data() + text.size();
   for (const char* run = text.data();;) {
-    const char* special = find_json_special(run, end);
+    const char* special = find_json_special<true>(run, end);
     append_raw(out, run, static_cast<std::size_t>(special - run));
     if (special == end) return;
     run = special + 1;
     const unsigned char c = static_cast<unsigned char>(*special);
+    if (c > 0x7f) {
+      // Names from other traces or the OS may hold bytes that are not UTF-8; JSON must be.
+      if (const std::size_t n = utf8_character_length(special, end); n > 0) {
+        append_raw(out, special, n);
+        run = special + n;
+      } else {
+        out.append(std::string_view("\\ufffd"));  // one per byte that starts no character
+      }
+      continue;
+    }
     switch (c) {
       case '"': out.append(std::string_view("\\\"")); break;
       case '\\': out.append(std::string_view("\\\\")); break;
@@ -170,21 +187,19 @@ ChromeTraceWriter::~ChromeTraceWriter() {
   }
 }
 
-void ChromeTraceWriter::add_case(CaseName name) { set_case(cases_.size(), std::move(name)); }
+void ChromeTraceWriter::add_case(CaseName name) {
+  set_case(cases_.empty() ? 0 : cases_.rbegin()->first + 1, std::move(name));
+}
 
 void ChromeTraceWriter::set_case(std::size_t index, CaseName name) {
-  if (cases_.size() <= index) {
-    cases_.resize(index + 1);
-    case_args_.resize(index + 1);
-  }
   // Escaped once here, copied into every event of the case.
   fmt::memory_buffer args;
   put(args, ",\"backend\":");
   append_json_string(args, name.backend);
   put(args, ",\"case\":");
   append_json_string(args, name.label);
-  case_args_[index] = fmt::to_string(args);
-  cases_[index] = std::move(name);
+  cases_[index] = {std::move(name), fmt::to_string(args)};
+  last_case_index_ = static_cast<std::size_t>(-1);  // it may have been looked up, and missing
 }
 
 void ChromeTraceWriter::set_source(TraceSource source) { source_ = std::move(source); }
@@ -259,8 +274,13 @@ void ChromeTraceWriter::append_dur(std::uint64_t start_ns, std::uint64_t end_ns)
 
 void ChromeTraceWriter::write_case_args(const SweepTag& tag) {
   if (tag.case_index < 0) return;
-  if (static_cast<std::size_t>(tag.case_index) < case_args_.size())
-    put(buffer_, case_args_[static_cast<std::size_t>(tag.case_index)]);
+  const auto index = static_cast<std::size_t>(tag.case_index);
+  if (last_case_index_ != index) {
+    const auto it = cases_.find(index);
+    last_case_ = it == cases_.end() ? nullptr : &it->second;
+    last_case_index_ = index;
+  }
+  if (last_case_ != nullptr) put(buffer_, last_case_->args);
   put(buffer_, ",\"case index\":");
   put_int(buffer_, tag.case_index);
   put(buffer_, ",\"phase\":\"");
@@ -435,19 +455,19 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
 
   write_gpu_ids(k.device, k.context, k.stream, k.correlation);
   write_kernel_shape_args(k);
-  if (k.achieved_occupancy_percent) {
+  if (has_finite(k.achieved_occupancy_percent)) {
     put(buffer_, ",\"achieved occupancy %\":");
     put_fixed(buffer_, *k.achieved_occupancy_percent, 2);
   }
-  if (k.dram_throughput_percent) {
+  if (has_finite(k.dram_throughput_percent)) {
     put(buffer_, ",\"dram throughput %\":");
     put_fixed(buffer_, *k.dram_throughput_percent, 2);
   }
-  if (k.dram_bytes_per_second) {
+  if (has_finite(k.dram_bytes_per_second)) {
     put(buffer_, ",\"dram bandwidth (GB/s)\":");
     put_fixed(buffer_, *k.dram_bytes_per_second / 1e9, 3);
   }
-  if (k.tensor_pipe_percent) {
+  if (has_finite(k.tensor_pipe_percent)) {
     put(buffer_, ",\"tensor pipe active %\":");
     put_fixed(buffer_, *k.tensor_pipe_percent, 2);
   }
@@ -588,13 +608,29 @@ void ChromeTraceWriter::write(const FlowEvent& flow) {
   flush_if_large();
 }
 
+void ChromeTraceWriter::abandon() {
+  if (!finished_) {
+    finished_ = true;
+    try {
+      output_.close();
+    } catch (const std::exception&) {
+      // The file is removed either way; the caller is already reporting why it gave up.
+    }
+  }
+  // Also after a finish() that threw before its rename; after one that renamed, nothing is there.
+  std::error_code ignored;
+  std::filesystem::remove(temp_path_, ignored);
+}
+
 void ChromeTraceWriter::finish(const nlohmann::json& attnprof_metadata) {
   if (finished_) return;
   finished_ = true;
   auto out = std::back_inserter(buffer_);
   fmt::format_to(out, "\n  ],\n  \"traceName\": ");
   append_json_string(buffer_, path_.filename().string());
-  fmt::format_to(out, ",\n  \"attnprof\": {}\n}}\n", attnprof_metadata.dump());
+  // Paths and names in the metadata may hold bytes that are not UTF-8: replaced, never a throw.
+  fmt::format_to(out, ",\n  \"attnprof\": {}\n}}\n",
+                 attnprof_metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   output_.write(std::string_view(buffer_.data(), buffer_.size()));
   buffer_.clear();
   output_.close();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -75,11 +76,14 @@ class ChromeTraceWriter {
   ChromeTraceWriter(const ChromeTraceWriter&) = delete;
   ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
 
-  // Registers the name of case `index` (indices are dense, in order).
+  // Registers the name of the case after the last one named (a run's cases, in order).
   void add_case(CaseName name);
-  // Names case `index`, registering empty names before it if needed (merges learn names as they go).
+  // Names case `index` (merges learn names as they go, from indices another trace wrote).
   void set_case(std::size_t index, CaseName name);
-  bool has_case(std::size_t index) const { return index < cases_.size() && !cases_[index].label.empty(); }
+  bool has_case(std::size_t index) const {
+    const auto it = cases_.find(index);
+    return it != cases_.end() && !it->second.name.label.empty();
+  }
 
   // The process the next activities belong to (see TraceSource).
   void set_source(TraceSource source);
@@ -96,6 +100,10 @@ class ChromeTraceWriter {
   // Closes traceEvents, writes the `attnprof` object (tool/config/versions/dropped records) and
   // renames the file into place. Safe to call once; later calls do nothing.
   void finish(const nlohmann::json& attnprof_metadata);
+  // Gives up: removes `<path>.tmp` and leaves whatever `path` holds alone (a merge that failed
+  // must not replace a good trace with part of one). Later finish() calls do nothing; after a
+  // finish() that renamed, there is nothing to remove.
+  void abandon();
 
   std::uint64_t events_written() const { return events_; }
   // Bytes of the JSON document so far (written out or still buffered), before any compression.
@@ -138,8 +146,15 @@ class ChromeTraceWriter {
   DocumentWriter output_;
   fmt::memory_buffer buffer_;
   TraceHeader header_;
-  std::vector<CaseName> cases_;
-  std::vector<std::string> case_args_;  // per case: ,"backend":..,"case":.. as written into events
+  struct NamedCase {
+    CaseName name;
+    std::string args;  // ,"backend":..,"case":.. as written into its events
+  };
+  // By index, not a vector: a merge's indices come from its inputs, and may be anything up to 2^31.
+  std::map<std::size_t, NamedCase> cases_;
+  // The case of the last event, looked up once for the run of events that share it.
+  std::size_t last_case_index_ = static_cast<std::size_t>(-1);
+  const NamedCase* last_case_ = nullptr;
   TraceSource source_;
   std::set<std::uint32_t> host_processes_;                         // named host pids
   std::set<std::pair<std::uint32_t, std::uint32_t>> host_threads_;  // (pid, thread)

@@ -335,51 +335,57 @@ void JsonPullParser::read_string_slowly(bool keep) {
       return;
     }
     if (ch < 0x20) fail_at(offset(), fmt::format("control character 0x{:02x} inside a string (must be escaped)", ch));
-    // Backslash escape.
+    // Backslash escape; `another` when a lone high surrogate's backslash starts the next one.
     ++pos_;
-    const int e = peek();
-    if (e < 0) fail("unexpected end of file inside a string escape: the document is truncated");
-    ++pos_;
-    switch (e) {
-      case '"': text_.push_back('"'); break;
-      case '\\': text_.push_back('\\'); break;
-      case '/': text_.push_back('/'); break;
-      case 'b': text_.push_back('\b'); break;
-      case 'f': text_.push_back('\f'); break;
-      case 'n': text_.push_back('\n'); break;
-      case 'r': text_.push_back('\r'); break;
-      case 't': text_.push_back('\t'); break;
-      case 'u': {
-        auto read_hex4 = [&]() {
-          std::uint32_t value = 0;
-          for (int i = 0; i < 4; ++i) {
-            const int h = hex_value(peek());
-            if (h < 0) fail_at(offset(), "expected four hex digits after \\u in a string");
+    for (bool another = true; another;) {
+      another = false;
+      const int e = peek();
+      if (e < 0) fail("unexpected end of file inside a string escape: the document is truncated");
+      ++pos_;
+      switch (e) {
+        case '"': text_.push_back('"'); break;
+        case '\\': text_.push_back('\\'); break;
+        case '/': text_.push_back('/'); break;
+        case 'b': text_.push_back('\b'); break;
+        case 'f': text_.push_back('\f'); break;
+        case 'n': text_.push_back('\n'); break;
+        case 'r': text_.push_back('\r'); break;
+        case 't': text_.push_back('\t'); break;
+        case 'u': {
+          auto read_hex4 = [&]() {
+            std::uint32_t value = 0;
+            for (int i = 0; i < 4; ++i) {
+              const int h = hex_value(peek());
+              if (h < 0) fail_at(offset(), "expected four hex digits after \\u in a string");
+              ++pos_;
+              value = value * 16 + static_cast<std::uint32_t>(h);
+            }
+            return value;
+          };
+          // A high surrogate pairs with a low one escaped right after it. UTF-8 has no
+          // surrogates: any left alone (JSON allows them) becomes U+FFFD.
+          std::uint32_t cp = read_hex4();
+          while (cp >= 0xD800 && cp <= 0xDBFF && peek() == '\\') {
             ++pos_;
-            value = value * 16 + static_cast<std::uint32_t>(h);
-          }
-          return value;
-        };
-        std::uint32_t cp = read_hex4();
-        if (cp >= 0xD800 && cp <= 0xDBFF && peek() == '\\') {
-          // A surrogate pair: combine into one code point.
-          ++pos_;
-          if (peek() != 'u') fail_at(offset(), "expected \\u after a high surrogate in a string");
-          ++pos_;
-          const std::uint32_t low = read_hex4();
-          if (low >= 0xDC00 && low <= 0xDFFF) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          else {
+            if (peek() != 'u') {
+              another = true;
+              break;
+            }
+            ++pos_;
+            const std::uint32_t next = read_hex4();
+            if (next >= 0xDC00 && next <= 0xDFFF) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (next - 0xDC00);
+              break;
+            }
             append_utf8(text_, 0xFFFD);
-            cp = low;
+            cp = next;
           }
-        } else if (cp >= 0xD800 && cp <= 0xDFFF) {
-          cp = 0xFFFD;  // a lone surrogate
+          append_utf8(text_, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);
+          break;
         }
-        append_utf8(text_, cp);
-        break;
+        default:
+          fail_at(offset() - 1, fmt::format("invalid escape \\{} in a string", printable(e)));
       }
-      default:
-        fail_at(offset() - 1, fmt::format("invalid escape \\{} in a string", printable(e)));
     }
   }
 }
@@ -521,12 +527,15 @@ nlohmann::json JsonPullParser::read_value() {
   }
 }
 
-double JsonPullParser::number_as_double() const {
+double JsonPullParser::number_as_double(std::string_view what) const {
   // The tokenizer has checked JSON's grammar, which from_chars accepts. Out of range (1e999,
   // 1e-999) is rare: strtod says what it rounds to.
   double v = 0;
   const auto [end, error] = std::from_chars(view_.data(), view_.data() + view_.size(), v);
-  if (error != std::errc()) return std::strtod(std::string(view_).c_str(), nullptr);
+  if (error == std::errc()) return v;
+  v = std::strtod(std::string(view_).c_str(), nullptr);
+  // Tiny values round to 0; an infinity would reach sums and the JSON we write, which has none.
+  if (!std::isfinite(v)) fail(fmt::format("{}: {} is beyond the range of a double (about 1.8e308)", what, view_));
   return v;
 }
 
@@ -538,7 +547,7 @@ std::int64_t JsonPullParser::as_int64(std::string_view what) const {
     if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, view_));
     return v;
   }
-  const double v = number_as_double();
+  const double v = number_as_double(what);
   if (v != std::floor(v) || std::abs(v) > 9.2e18) fail_type(what, "an integer");
   return static_cast<std::int64_t>(v);
 }
@@ -551,14 +560,14 @@ std::uint64_t JsonPullParser::as_uint64(std::string_view what) const {
     if (error != std::errc()) fail(fmt::format("{}: {} does not fit in 64 bits", what, view_));
     return v;
   }
-  const double v = number_as_double();
+  const double v = number_as_double(what);
   if (v != std::floor(v) || v > 1.8e19) fail_type(what, "a non-negative integer");
   return static_cast<std::uint64_t>(v);
 }
 
 double JsonPullParser::as_double(std::string_view what) const {
   if (last_ != JsonToken::number) fail_type(what, "a number");
-  return number_as_double();
+  return number_as_double(what);
 }
 
 std::int64_t JsonPullParser::as_microseconds_in_ns(std::string_view what) const {
@@ -575,6 +584,8 @@ std::int64_t JsonPullParser::as_microseconds_in_ns(std::string_view what) const 
     char* end = nullptr;
     const double v = std::strtod(copy.c_str(), &end);
     if (end == nullptr || *end != '\0' || !std::isfinite(v)) fail_type(what, "a number of microseconds");
+    // Checked before llround, whose result is undefined beyond 64 bits (1e300 came back as INT64_MIN).
+    if (std::abs(v) * 1000.0 >= 9.2e18) fail(fmt::format("{}: {} is too large", what, t));
     return static_cast<std::int64_t>(std::llround(v * 1000.0));
   }
   std::int64_t us = 0;

@@ -144,7 +144,7 @@ class JsonPullParser {
   std::uint64_t offset() const { return consumed_ + pos_; }
   JsonLocation locate(std::uint64_t offset) const;
   std::string found_text() const;
-  double number_as_double() const;
+  double number_as_double(std::string_view what) const;
 
   std::string name_;
   std::filesystem::path path_;      // empty when parsing memory

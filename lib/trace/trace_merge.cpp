@@ -78,6 +78,28 @@ class FlowIds {
   std::uint64_t next_fresh_;
 };
 
+// Correlation ids of each input moved past the previous inputs' (every process counts from 1),
+// so `report` joins GPU work only to its own process's launches. Streamed: only the largest id of
+// the input being read is kept.
+class CorrelationIds {
+ public:
+  // The id `id` of the current input becomes, or nullopt where it would pass 2^32 (left as is).
+  std::optional<std::uint32_t> map(std::uint32_t id) {
+    largest_ = std::max(largest_, id);
+    const std::uint64_t moved = base_ + id;
+    if (moved > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
+    return static_cast<std::uint32_t>(moved);
+  }
+  void next_input() {
+    base_ += std::uint64_t{largest_} + 1;
+    largest_ = 0;
+  }
+
+ private:
+  std::uint64_t base_ = 0;
+  std::uint32_t largest_ = 0;
+};
+
 }  // namespace
 
 std::string labelled(const std::string& label, const std::string& name) {
@@ -136,6 +158,7 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
 
   const std::vector<std::uint32_t> host_pids = assign_host_pids(inputs);
   FlowIds flow_ids(inputs.size());
+  CorrelationIds correlations;
   int next_case = 0;
   try {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -164,18 +187,24 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       TraceEventConverter converter;
       std::optional<std::int64_t> shift;  // the converter's rule, for the flow events
       int cases_seen = 0;
+      std::uint64_t correlations_kept = 0;  // ids past 2^32 once moved
       const std::string prefix = case_prefix(in.label);
       const TraceDocument doc = read_chrome_trace(in.head.path, [&](const TraceEvent& e, const TraceDocument& so_far) {
         if (e.ph == "M") return;  // the writer names every track it writes
-        if (e.ts_ns && !shift)
-          shift = so_far.base_time_ns && *e.ts_ns >= 0 && static_cast<std::uint64_t>(*e.ts_ns) < *so_far.base_time_ns
-                      ? static_cast<std::int64_t>(*so_far.base_time_ns)
-                      : 0;
-        if ((e.ph == "s" || e.ph == "f") && e.id && e.ts_ns) {
+        if (e.ts_ns && !shift) shift = timestamp_shift(so_far.base_time_ns, *e.ts_ns);
+        if (e.ph == "s" || e.ph == "f") {
+          // Only ac2g flows join what a merge carries (a launch to its GPU work); Kineto's fwdbwd
+          // and others join cpu_op events, which it does not, and "f" would end on a GPU track.
+          if (e.cat != "ac2g" || !e.id || !e.ts_ns) {
+            ++merged.events_not_carried;
+            return;
+          }
           FlowEvent flow;
           flow.start = e.ph == "s";
           flow.id = flow_ids.map(i, *e.id);
-          flow.ts_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *e.ts_ns + *shift));
+          std::int64_t ts_ns = 0;
+          if (__builtin_add_overflow(*e.ts_ns, *shift, &ts_ns)) ts_ns = *e.ts_ns > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
+          flow.ts_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, ts_ns));
           flow.device = static_cast<std::uint32_t>(e.pid);
           flow.thread = static_cast<std::uint32_t>(e.tid);
           writer.write(flow);
@@ -192,11 +221,21 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
           annotate_occupancy(*kernel, converter.device_for(kernel->device, so_far));
         std::visit(
             [&](auto& a) {
+              if constexpr (requires { a.correlation; }) {
+                if (const std::optional<std::uint32_t> moved = correlations.map(a.correlation)) a.correlation = *moved;
+                else ++correlations_kept;
+              }
               if constexpr (requires { a.tag; }) {
                 if (a.tag.case_index >= 0) {
                   cases_seen = std::max(cases_seen, a.tag.case_index + 1);
                   if (!shared_cases) {
-                    a.tag.case_index += merged.first_case;
+                    int moved = 0;
+                    if (__builtin_add_overflow(a.tag.case_index, merged.first_case, &moved))
+                      throw TraceFormatError(TraceFormatError::Kind::malformed,
+                                             fmt::format("{}: case index {} after the previous inputs' {} cases is "
+                                                         "beyond what an int holds",
+                                                         in.head.path.string(), a.tag.case_index, merged.first_case));
+                    a.tag.case_index = moved;
                     const auto index = static_cast<std::size_t>(a.tag.case_index);
                     if (!writer.has_case(index) && e.args.case_label)
                       writer.set_case(index, {prefix + *e.args.case_label, e.args.backend.value_or("")});
@@ -209,6 +248,12 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
             *activity);
         ++merged.events;
       });
+      correlations.next_input();
+      if (correlations_kept > 0)
+        result.notes.push_back(fmt::format("{}: {} correlation id(s) kept as they were (moved past the previous inputs' they "
+                                           "would not fit in 32 bits): `report` may join their GPU work to another "
+                                           "input's launches",
+                                           in.head.path.string(), correlations_kept));
       merged.attnprof = doc.attnprof;
       if (doc.attnprof.is_object() && (doc.attnprof.value("command", std::string()) == "merge" || doc.attnprof.contains("workers")))
         result.notes.push_back(fmt::format("{} is itself a merge of several processes: its host processes became one "
@@ -220,7 +265,10 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
           doc.attnprof["summary"].contains("cases") && doc.attnprof["summary"]["cases"].is_array())
         stored_cases = static_cast<int>(doc.attnprof["summary"]["cases"].size());
       merged.case_count = std::max(cases_seen, stored_cases);
-      if (!shared_cases) next_case += merged.case_count;
+      if (!shared_cases && __builtin_add_overflow(next_case, merged.case_count, &next_case))
+        throw TraceFormatError(TraceFormatError::Kind::malformed,
+                               fmt::format("{}: its {} cases after the previous inputs' {} are more than an int holds",
+                                           in.head.path.string(), merged.case_count, merged.first_case));
       if (merged.events_not_carried > 0)
         result.notes.push_back(fmt::format("{}: {} event(s) of kinds a merge does not carry (only kernels, copies, "
                                            "memsets, CUDA API calls, annotations, overhead and ac2g flows are)",
@@ -228,11 +276,11 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       result.events += merged.events;
       result.inputs.push_back(std::move(merged));
     }
-  } catch (const std::exception& e) {
-    writer.finish(nlohmann::json{{"incomplete", true}, {"error", e.what()}});
+    writer.finish(metadata ? metadata(result) : nlohmann::json::object());
+  } catch (const std::exception&) {
+    writer.abandon();  // a previous good `out` stays; part of a merge is worth less than it
     throw;
   }
-  writer.finish(metadata ? metadata(result) : nlohmann::json::object());
   return result;
 }
 

@@ -10,8 +10,9 @@
 //   relative to the earliest one. All of them are CUPTI timestamps (CLOCK_REALTIME-based), so
 //   processes on one host share the clock; across hosts the result is only as aligned as the
 //   hosts' clocks (NTP/PTP) are.
-// - flows: correlation ids repeat across processes, so each input's ac2g ids move to a range of
-//   their own (input i: i * 2^32 + id).
+// - flows and correlation ids: both repeat across processes, so each input's ac2g ids move to a
+//   range of their own (input i: i * 2^32 + id), and its args.correlation follow the previous
+//   inputs' (plus the sum of their largest ids + 1), where `report` joins GPU work to launches.
 // - cases: each input's case indices follow the previous inputs' (its labels prefixed with
 //   "[<label>] "), or, for a run's workers, all inputs index one shared list of cases.
 // Events the model does not hold (Kineto's cpu_op, python_function, counters) are not carried.

@@ -55,12 +55,12 @@ TEST(AnnotationCases, TopLevelRangesAreCasesAndOccurrencesIterations) {
   EXPECT_EQ(ranges[0].tag.iteration, 1);
   EXPECT_EQ(ranges[6].tag.case_index, -1);  // emit_nvtx's operator range: transparent too
 
-  EXPECT_EQ(index.tag_at(1, 115).case_index, 0);
-  EXPECT_EQ(index.tag_at(1, 250).case_index, -1);
-  EXPECT_EQ(index.tag_at(1, 350).case_index, 1);
-  EXPECT_EQ(index.tag_at(2, 115).case_index, -1);  // thread 2 holds no "a"
-  EXPECT_EQ(index.tag_at(2, 200).case_index, 1);
-  EXPECT_EQ(index.tag_at(3, 115).case_index, -1);
+  EXPECT_EQ(index.tag_at(0, 1, 115).case_index, 0);
+  EXPECT_EQ(index.tag_at(0, 1, 250).case_index, -1);
+  EXPECT_EQ(index.tag_at(0, 1, 350).case_index, 1);
+  EXPECT_EQ(index.tag_at(0, 2, 115).case_index, -1);  // thread 2 holds no "a"
+  EXPECT_EQ(index.tag_at(0, 2, 200).case_index, 1);
+  EXPECT_EQ(index.tag_at(0, 3, 115).case_index, -1);
 }
 
 TEST(AnnotationCases, GpuWorkBelongsToTheRangeAroundItsLaunch) {
@@ -124,6 +124,23 @@ TEST(AnnotationCases, LaunchesFromAThreadWithoutARangeBelongToTheOneOpenRange) {
   assign_cases_from_annotations(edge);
   EXPECT_EQ(edge.kernels[0].tag.case_index, 0);
   EXPECT_EQ(edge.kernels[1].tag.case_index, -1);
+}
+
+// A merged trace holds several processes whose thread ids may be the same: each keeps its ranges.
+TEST(AnnotationCases, ThreadsOfTheSameIdInTwoProcessesKeepTheirOwnRanges) {
+  ActivityBatch b;
+  b.annotations = {range("rank 0 step", 100, 200, 1), range("rank 1 step", 150, 250, 1)};
+  b.annotations[0].process = 10;
+  b.annotations[1].process = 20;
+  launch(b, 1, 160, 1);
+  launch(b, 2, 170, 1);
+  b.api_calls[0].process = 10;
+  b.api_calls[1].process = 20;
+  const CaseAssignment a = assign_cases_from_annotations(b);
+  EXPECT_FALSE(a.matched_by_time_only);
+  ASSERT_EQ(a.cases.size(), 2u);  // neither range is nested in the other
+  EXPECT_EQ(b.kernels[0].tag.case_index, 0);
+  EXPECT_EQ(b.kernels[1].tag.case_index, 1);
 }
 
 TEST(AnnotationCases, WithoutRangesTheWholeRunIsOneCase) {

@@ -110,6 +110,21 @@ TEST(RenderText, ShortenAndWrap) {
   EXPECT_EQ(wrap_text("", 5, "- ", "  "), "- ");
 }
 
+// Widths count bytes, but a cut never splits a UTF-8 character: the HTML report must stay UTF-8.
+TEST(RenderText, ShortenNeverSplitsAUtf8Character) {
+  std::string e_acute;
+  for (int i = 0; i < 60; ++i) e_acute += "\xc3\xa9";
+  auto repeat = [](const std::string& piece, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += piece;
+    return out;
+  };
+  EXPECT_EQ(shorten(e_acute, 40), repeat("\xc3\xa9", 18) + "...");
+  EXPECT_EQ(shorten_middle(e_acute, 40), repeat("\xc3\xa9", 9) + "..." + repeat("\xc3\xa9", 9));
+  EXPECT_EQ(shorten_middle("a" + e_acute, 40), "a" + repeat("\xc3\xa9", 9) + "..." + repeat("\xc3\xa9", 9));
+  EXPECT_EQ(shorten(e_acute, 3), "\xc3\xa9");
+}
+
 CaseSummary case_with(const std::string& backend, const std::string& shape, std::vector<Finding> findings) {
   CaseSummary c;
   c.backend = backend;

@@ -59,6 +59,33 @@ TEST(JsonPullParser, UnescapesStringsToUtf8) {
   EXPECT_EQ(p.text(), "q\"b\\s/n\nt\tu\xc3\xa9 \xf0\x9f\x98\x80 <\x01>");
 }
 
+// JSON allows lone surrogates; UTF-8 has none: each becomes U+FFFD, and an escape after a lone
+// high surrogate is read as usual.
+TEST(JsonPullParser, LoneSurrogatesBecomeTheReplacementCharacter) {
+  JsonPullParser p(R"(["a\ud800\nb", "\ud800\ud800", "\udc00x", "\ud800\ud83d\ude00", "\ud800"])", "t");
+  p.next();
+  std::vector<std::string> texts;
+  for (JsonToken t = p.next(); t != JsonToken::end_array; t = p.next()) texts.emplace_back(p.text());
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(texts, (std::vector<std::string>{"a" + fffd + "\nb", fffd + fffd, fffd + "x", fffd + "\xf0\x9f\x98\x80",
+                                             fffd}));
+}
+
+// A number a double cannot hold would become inf, and inf is not JSON: the trace is malformed.
+TEST(JsonPullParser, NumbersBeyondADoubleAreMalformedAndSaySo) {
+  for (const char* text : {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"achieved occupancy %": 1e999}}]})",
+                           R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"dram throughput %": -1e999}}]})",
+                           R"({"attnprof": {"summary": {"x": 1e400}}, "traceEvents": []})"}) {
+    const TraceFormatError e = read_error(text);
+    EXPECT_EQ(e.kind(), TraceFormatError::Kind::malformed) << text;
+    EXPECT_NE(std::string(e.what()).find("beyond the range of a double"), std::string::npos) << text << " -> " << e.what();
+  }
+  JsonPullParser tiny("[1e-999]", "t");  // rounds to 0, as JSON readers do
+  tiny.next();
+  tiny.next();
+  EXPECT_EQ(tiny.as_double("x"), 0.0);
+}
+
 TEST(JsonPullParser, MicrosecondsAreExactNanoseconds) {
   // 19 significant digits: a double would lose the last ones.
   JsonPullParser p(R"([1764700000000220.125, 12.5, 7, -3.0005, "4.25", 1.5e3])", "t");
@@ -177,6 +204,9 @@ TEST(ChromeTraceReader, WrongTypesAreMalformedAndSaySo) {
            {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"registers per thread": 2000000000}}]})",
             "registers per thread\": expected an integer from 0 to 65536"},
            {R"({"traceEvents": [{"ph": "X", "ts": 1, "args": {"iteration": 9000000000}}]})", "args.iteration"},
+           // Beyond 64 bits of nanoseconds: llround's result would be undefined (it gave INT64_MIN).
+           {R"({"traceEvents": [{"ph": "X", "ts": 1e300}]})", "\"ts\": 1e300 is too large"},
+           {R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": "-1e16"}]})", "\"dur\": -1e16 is too large"},
        }) {
     const TraceFormatError e = read_error(c.text);
     EXPECT_EQ(e.kind(), TraceFormatError::Kind::malformed) << c.text;
@@ -240,6 +270,24 @@ TEST(ChromeTraceReader, ReadsHeaderAndFlatEvents) {
   EXPECT_EQ(copy->kind, MemcpyKind::DtoD);
   EXPECT_EQ(copy->src_memory, "Device");
   EXPECT_EQ(copy->bytes, 2097152u);
+}
+
+// A relative trace's first record may lie before its base (a negative ts): still relative.
+TEST(ChromeTraceReader, ANegativeFirstTimestampIsStillRelative) {
+  JsonPullParser p(R"({"baseTimeNanoseconds": 1000000000000, "traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": -0.5, "dur": 1},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 2}]})",
+                   "negative.json");
+  TraceEventConverter converter;
+  std::vector<std::uint64_t> starts;
+  read_chrome_trace(p, [&](const TraceEvent& e, const TraceDocument& doc) {
+    if (auto a = converter.convert(e, doc)) starts.push_back(start_of(*a));
+  });
+  EXPECT_EQ(starts, (std::vector<std::uint64_t>{1000000000000 - 500, 1000000000000 + 10000}));
+  EXPECT_EQ(timestamp_shift(1000, -1), 1000);
+  EXPECT_EQ(timestamp_shift(1000, 999), 1000);
+  EXPECT_EQ(timestamp_shift(1000, 1000), 0);  // at or past the base: absolute
+  EXPECT_EQ(timestamp_shift(std::nullopt, -1), 0);
 }
 
 TEST(ChromeTraceReader, BareEventArraysAreTraces) {

@@ -115,6 +115,7 @@ struct Recorder {
     a.name = name;
     a.start_ns = start;
     a.end_ns = end;
+    a.process = 4242;  // the collector names a range's process as it names its API calls'
     a.thread = thread;
     a.tag = tag;
     batch.annotations.push_back(a);

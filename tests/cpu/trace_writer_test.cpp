@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -317,6 +318,59 @@ TEST(ChromeTraceWriter, EscapesEveryControlCharacter) {
   fmt::memory_buffer out;
   append_json_string(out, all);
   EXPECT_EQ(nlohmann::json::parse(fmt::to_string(out)).get<std::string>(), all);
+}
+
+// JSON has no inf or NaN: a metric that is not finite is left out, and the trace stays JSON.
+TEST(ChromeTraceWriter, NonFiniteMetricsAreLeftOut) {
+  const auto path = temp_trace("non_finite.json");
+  {
+    ChromeTraceWriter writer(path, test_header());
+    ActivityBatch b = test_batch();
+    b.kernels[0].achieved_occupancy_percent = std::numeric_limits<double>::infinity();
+    b.kernels[0].dram_throughput_percent = std::numeric_limits<double>::quiet_NaN();
+    b.kernels[0].dram_bytes_per_second = -std::numeric_limits<double>::infinity();
+    b.kernels[0].tensor_pipe_percent = 42.0;
+    writer.write(b);
+    writer.finish(nlohmann::json::object());
+  }
+  const std::string text = read_file(path);
+  EXPECT_EQ(text.find("inf"), std::string::npos);
+  EXPECT_EQ(text.find("nan"), std::string::npos);
+  const nlohmann::json t = nlohmann::json::parse(text);
+  for (const nlohmann::json& e : t.at("traceEvents"))
+    if (e.value("cat", "") == "kernel") {
+      EXPECT_FALSE(e.at("args").contains("achieved occupancy %"));
+      EXPECT_FALSE(e.at("args").contains("dram throughput %"));
+      EXPECT_FALSE(e.at("args").contains("dram bandwidth (GB/s)"));
+      EXPECT_EQ(e.at("args").at("tensor pipe active %"), 42.0);
+    }
+}
+
+// A byte that starts no UTF-8 character becomes U+FFFD; well-formed characters stay as they are.
+TEST(ChromeTraceWriter, InvalidUtf8BecomesTheReplacementCharacter) {
+  const std::string name = "k\xff<\xc3\xa9\xe2\x82>\xed\xa0\x80 \xf0\x9f\x98\x80\xc3";
+  fmt::memory_buffer out;
+  append_json_string(out, name);
+  const std::string text = fmt::to_string(out);
+  EXPECT_EQ(text, "\"k\\ufffd<\xc3\xa9\\ufffd\\ufffd>\\ufffd\\ufffd\\ufffd \xf0\x9f\x98\x80\\ufffd\"");
+  EXPECT_NO_THROW(nlohmann::json::parse(text));
+}
+
+// Paths and names in the attnprof object need not be UTF-8 either: finish() writes the trace,
+// where a strict dump threw and left an empty .tmp behind.
+TEST(ChromeTraceWriter, MetadataWithInvalidUtf8StillFinishes) {
+  const auto path = temp_trace("metadata_utf8.json");
+  std::filesystem::remove(path);
+  {
+    ChromeTraceWriter writer(path, test_header());
+    ActivityBatch b = test_batch();
+    b.kernels[0].name = "kernel \xff";
+    writer.write(b);
+    EXPECT_NO_THROW(writer.finish({{"inputs", nlohmann::json::array({"trace-\xfe.json"})}}));
+  }
+  EXPECT_FALSE(std::filesystem::exists(temp_trace("metadata_utf8.json.tmp")));
+  const nlohmann::json t = nlohmann::json::parse(read_file(path));
+  EXPECT_EQ(t.at("attnprof").at("inputs").at(0), "trace-\xef\xbf\xbd.json");
 }
 
 TEST(ChromeTraceWriter, MatchesTheGoldenFile) {

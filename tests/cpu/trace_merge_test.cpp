@@ -1,0 +1,208 @@
+// `attnprof merge` on crafted inputs: torch.profiler (Kineto) ranks whose ids and threads repeat,
+// flows of other categories, and a merge that fails part way. A merged trace must still report
+// each rank's own numbers.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "summary/trace_report.hpp"
+#include "trace/chrome_trace_reader.hpp"
+#include "trace/chrome_trace_writer.hpp"
+#include "trace/json_pull_parser.hpp"
+#include "trace/trace_merge.hpp"
+
+namespace attnprof {
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_merge_test" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+nlohmann::json kineto_small_trace() {
+  std::ifstream in(std::filesystem::path(ATTNPROF_GOLDEN_DIR) / "kineto_small_trace.json");
+  return nlohmann::json::parse(in);
+}
+
+// The golden Kineto trace as rank `rank` wrote it: the same program, its ranges named "r<rank> ..."
+// (but for rank 0) and its kernels `slower` times as long, so the two ranks' numbers differ.
+nlohmann::json kineto_rank(int rank, int slower) {
+  nlohmann::json doc = kineto_small_trace();
+  for (nlohmann::json& e : doc["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (rank > 0 && cat == "user_annotation" && e["name"].get<std::string>().rfind("ProfilerStep", 0) != 0)
+      e["name"] = fmt::format("r{} {}", rank, e["name"].get<std::string>());
+    if (cat == "kernel") e["dur"] = e["dur"].get<double>() * slower;
+  }
+  doc["distributedInfo"]["rank"] = rank;
+  return doc;
+}
+
+trace::MergeResult merge(const std::vector<std::filesystem::path>& paths, const std::filesystem::path& out) {
+  std::vector<trace::MergeInput> inputs;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    inputs.push_back({trace::read_trace_head(paths[i]), fmt::format("rank {}", i), static_cast<std::uint32_t>(i)});
+  return trace::merge_traces(inputs, out, {}, [](const trace::MergeResult&) { return nlohmann::json::object(); });
+}
+
+const CaseSummary* case_named(const RunSummary& s, const std::string& label) {
+  for (const CaseSummary& c : s.cases)
+    if (c.label == label) return &c;
+  return nullptr;
+}
+
+// The reviewer's repro: each rank counts correlation ids from 1 on a thread of the same id, and
+// rank 0's kernels were joined to rank 1's launches (and ranges).
+TEST(TraceMerge, KinetoRanksKeepTheirOwnLaunchesAndRanges) {
+  const std::filesystem::path dir = fresh_dir("kineto_ranks");
+  std::ofstream(dir / "trace-rank0.json") << kineto_rank(0, 1).dump();
+  std::ofstream(dir / "trace-rank1.json") << kineto_rank(1, 3).dump();
+  merge({dir / "trace-rank0.json", dir / "trace-rank1.json"}, dir / "merged.json");
+
+  const TraceReport merged = report_from_trace(dir / "merged.json");
+  const TraceReport rank0 = report_from_trace(dir / "trace-rank0.json");
+  const TraceReport rank1 = report_from_trace(dir / "trace-rank1.json");
+  ASSERT_EQ(merged.summary.cases.size(), rank0.summary.cases.size() + rank1.summary.cases.size());
+  for (const TraceReport* alone : {&rank0, &rank1})
+    for (const CaseSummary& c : alone->summary.cases) {
+      const CaseSummary* m = case_named(merged.summary, c.label);
+      ASSERT_NE(m, nullptr) << c.label;
+      EXPECT_EQ(m->iterations, c.iterations) << c.label;
+      EXPECT_EQ(m->iteration_us, c.iteration_us) << c.label;
+      EXPECT_EQ(m->kernels_per_iter, c.kernels_per_iter) << c.label;
+      EXPECT_EQ(m->memcpy_per_iter, c.memcpy_per_iter) << c.label;
+      EXPECT_EQ(m->launch_apis, c.launch_apis) << c.label;
+    }
+
+  // No correlation id of one input's launches is another's.
+  std::map<std::uint64_t, std::set<std::int64_t>> correlations_by_pid;
+  trace::read_chrome_trace(dir / "merged.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") correlations_by_pid[e.pid].insert(*e.args.correlation);
+  });
+  ASSERT_EQ(correlations_by_pid.size(), 2u);
+  const std::set<std::int64_t>& a = correlations_by_pid.begin()->second;
+  const std::set<std::int64_t>& b = correlations_by_pid.rbegin()->second;
+  for (std::int64_t c : a) EXPECT_EQ(b.count(c), 0u) << "correlation " << c << " in both inputs";
+}
+
+// Kineto writes fwdbwd flows between cpu_op events, which a merge does not carry: copied as ac2g
+// their "f" ended on a made-up GPU track.
+TEST(TraceMerge, OnlyAc2gFlowsAreCarried) {
+  const std::filesystem::path dir = fresh_dir("fwdbwd");
+  nlohmann::json doc = kineto_small_trace();
+  doc["traceEvents"].push_back({{"ph", "s"}, {"id", 5}, {"pid", 4321}, {"tid", 4321}, {"ts", 1764700000000201.0},
+                                {"cat", "fwdbwd"}, {"name", "fwdbwd"}});
+  doc["traceEvents"].push_back({{"ph", "f"}, {"id", 5}, {"pid", 4321}, {"tid", 4322}, {"ts", 1764700000000301.0},
+                                {"cat", "fwdbwd"}, {"name", "fwdbwd"}, {"bp", "e"}});
+  std::ofstream(dir / "trace-rank0.json") << doc.dump();
+  const trace::MergeResult result = merge({dir / "trace-rank0.json"}, dir / "merged.json");
+
+  std::vector<std::string> flows;  // "<ph> <cat> <pid>"
+  trace::read_chrome_trace(dir / "merged.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.ph == "s" || e.ph == "f") flows.push_back(fmt::format("{} {} {}", e.ph, e.cat, e.pid));
+  });
+  ASSERT_EQ(result.inputs.size(), 1u);
+  const std::uint32_t host = result.inputs[0].host_pid;
+  EXPECT_EQ(flows, (std::vector<std::string>{"f ac2g 0", fmt::format("s ac2g {}", host)}));
+  EXPECT_GT(result.inputs[0].events_not_carried, 0u);
+}
+
+// A relative trace whose first record lies before its base: its times stay where they were
+// (a negative first ts made the whole input "absolute", so every event collapsed to 0).
+TEST(TraceMerge, ANegativeFirstTimestampKeepsTheInputRelative) {
+  const std::filesystem::path dir = fresh_dir("negative_ts");
+  std::ofstream(dir / "relative.json") << R"({"baseTimeNanoseconds": 1764700000000000000, "traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": -0.5, "dur": 1,
+     "args": {"correlation": 1}},
+    {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": -0.5, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 2, "args": {"correlation": 1}},
+    {"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": 10, "cat": "ac2g", "name": "ac2g", "bp": "e"}]})";
+  merge({dir / "relative.json"}, dir / "merged.json");
+  std::map<std::string, double> ts_by_what;
+  trace::read_chrome_trace(dir / "merged.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.ph != "M") ts_by_what[e.ph + " " + e.cat] = static_cast<double>(*e.ts_ns) / 1000;
+  });
+  EXPECT_EQ(ts_by_what["X kernel"], 10.0);
+  EXPECT_EQ(ts_by_what["f ac2g"], 10.0);
+  EXPECT_EQ(ts_by_what["X cuda_runtime"], 0.0);  // before the merged base: clamped, as every writer does
+}
+
+// Case indices come from the inputs: one near 2^31 must neither make the writer allocate a slot
+// for every index below it nor wrap around when the next input's cases follow it.
+std::string trace_with_case(std::int64_t case_index) {
+  return fmt::format(R"({{"baseTimeNanoseconds": 1000000, "traceEvents": [
+    {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+      "args": {{"case index": {}, "phase": "iter", "iteration": 0, "case": "c", "backend": "b"}}}}]}})",
+                     case_index);
+}
+
+TEST(TraceMerge, HugeCaseIndicesAreNeitherAllocatedNorWrapped) {
+  const std::filesystem::path dir = fresh_dir("huge_case");
+  std::ofstream(dir / "a.json") << trace_with_case(2147483646);
+  std::ofstream(dir / "b.json") << trace_with_case(1);
+  const trace::MergeResult one = merge({dir / "a.json"}, dir / "one.json");
+  EXPECT_EQ(one.inputs[0].case_count, 2147483647);
+  std::optional<std::int64_t> written;
+  trace::read_chrome_trace(dir / "one.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.cat == "kernel") written = e.args.case_index;
+  });
+  EXPECT_EQ(written, 2147483646);
+
+  try {
+    merge({dir / "a.json", dir / "b.json"}, dir / "two.json");
+    FAIL() << "case index 1 after 2147483647 cases was merged";
+  } catch (const trace::TraceFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("beyond what an int holds"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "two.json"));
+}
+
+// A merge that fails part way (here a truncated gzip input) leaves a previous good output as it
+// was, and no temporary file.
+TEST(TraceMerge, AFailedMergeLeavesThePreviousOutputAlone) {
+  const std::filesystem::path dir = fresh_dir("failed");
+  std::ofstream(dir / "good.json") << kineto_rank(0, 1).dump();
+  merge({dir / "good.json"}, dir / "merged.json");
+  const std::string before = read_text(dir / "merged.json");
+  ASSERT_FALSE(before.empty());
+
+  trace::TraceWriteOptions gz;
+  gz.format = trace::TraceFormat::json_gz;
+  {
+    trace::ChromeTraceWriter writer(dir / "big.json.gz", {}, gz);
+    trace::KernelActivity k;
+    k.name = "k";
+    for (int i = 0; i < 20'000; ++i) {
+      k.start_ns = 1000 + 10 * static_cast<std::uint64_t>(i);
+      k.end_ns = k.start_ns + 5;
+      writer.write(k);
+    }
+    writer.finish(nlohmann::json::object());
+  }
+  const std::string gzip = read_text(dir / "big.json.gz");
+  std::ofstream(dir / "cut.json.gz", std::ios::binary) << gzip.substr(0, gzip.size() / 2);
+  EXPECT_THROW(merge({dir / "good.json", dir / "cut.json.gz"}, dir / "merged.json"), trace::TraceFormatError);
+  EXPECT_EQ(read_text(dir / "merged.json"), before);
+  EXPECT_FALSE(std::filesystem::exists(dir / "merged.json.tmp"));
+}
+
+}  // namespace
+}  // namespace attnprof
