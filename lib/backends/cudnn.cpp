@@ -92,10 +92,14 @@ PlanKey key_of(const AttentionProblem& p) {
           p.window.right, s.seq_lens_q,    s.seq_lens_kv,   s.page_size,  p.pass};
 }
 
-// An int32 array uploaded once for a plan (lengths, ragged offsets).
-DeviceBuffer upload_int32(const std::vector<std::int32_t>& values) {
+// An int32 array uploaded once for a plan (lengths, ragged offsets), on the case's stream and
+// waited for: a plain cudaMemcpy runs on the legacy stream, which the case's non-blocking stream
+// does not wait for, and from pageable memory it may return before the data has landed.
+DeviceBuffer upload_int32(const std::vector<std::int32_t>& values, cudaStream_t stream) {
   DeviceBuffer buffer(values.size() * sizeof(std::int32_t));
-  CUDA_CHECK(cudaMemcpy(buffer.get(), values.data(), values.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpyAsync(buffer.get(), values.data(), values.size() * sizeof(std::int32_t),
+                             cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   return buffer;
 }
 
@@ -118,13 +122,14 @@ struct SequenceArrays {
   DeviceBuffer token_pages;                  // [batch, seq_kv] int32: packed K/V read as one-token pages
 };
 
-SequenceArrays make_sequence_arrays(const AttentionShape& s, bool packed_kv_as_pages) {
+SequenceArrays make_sequence_arrays(const AttentionShape& s, bool packed_kv_as_pages, cudaStream_t stream) {
   SequenceArrays arrays;
-  arrays.seq_len_q = upload_int32(lengths_of(s, true));
-  arrays.seq_len_kv = upload_int32(lengths_of(s, false));
-  if (s.packed_q()) arrays.offsets_q = upload_int32(int32_offsets(s.seq_lens_q, s.heads, s.head_dim));
-  if (s.packed_kv() && packed_kv_as_pages) arrays.token_pages = upload_int32(sdpa_token_page_table(s));
-  else if (s.packed_kv()) arrays.offsets_kv = upload_int32(int32_offsets(s.seq_lens_kv, s.kv_heads(), s.head_dim));
+  arrays.seq_len_q = upload_int32(lengths_of(s, true), stream);
+  arrays.seq_len_kv = upload_int32(lengths_of(s, false), stream);
+  if (s.packed_q()) arrays.offsets_q = upload_int32(int32_offsets(s.seq_lens_q, s.heads, s.head_dim), stream);
+  if (s.packed_kv() && packed_kv_as_pages) arrays.token_pages = upload_int32(sdpa_token_page_table(s), stream);
+  else if (s.packed_kv())
+    arrays.offsets_kv = upload_int32(int32_offsets(s.seq_lens_kv, s.kv_heads(), s.head_dim), stream);
   return arrays;
 }
 
@@ -205,9 +210,9 @@ class CudnnBackend final : public AttentionBackend {
     if (!handle_) handle_ = std::make_unique<CudnnHandle>();
     bind_stream(stream);
     const PlanKey key = key_of(problem);
-    if (plans_.find(key) == plans_.end()) plans_.emplace(key, build_plan(problem));
+    if (plans_.find(key) == plans_.end()) plans_.emplace(key, build_plan(problem, stream));
     if (problem.is_backward() && backward_plans_.find(key) == backward_plans_.end())
-      backward_plans_.emplace(key, build_backward_plan(problem));
+      backward_plans_.emplace(key, build_backward_plan(problem, stream));
   }
 
   void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
@@ -279,7 +284,7 @@ class CudnnBackend final : public AttentionBackend {
   }
 
   // The backward graph's plan: the same variant order as the forward's (composite graphs only).
-  std::unique_ptr<CudnnPlan> build_backward_plan(const AttentionProblem& problem) {
+  std::unique_ptr<CudnnPlan> build_backward_plan(const AttentionProblem& problem, cudaStream_t stream) {
     const auto start = std::chrono::steady_clock::now();
     const std::size_t version = cudnn_runtime_version_number();
     const std::string label = case_label("cudnn", problem);
@@ -306,8 +311,8 @@ class CudnnBackend final : public AttentionBackend {
       for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);
       if (lengths) {
         plan->uids.insert(plan->uids.end(), {sdpa_uid::seq_len_q, sdpa_uid::seq_len_kv});
-        plan->sequences.seq_len_q = upload_int32(lengths_of(s, true));
-        plan->sequences.seq_len_kv = upload_int32(lengths_of(s, false));
+        plan->sequences.seq_len_q = upload_int32(lengths_of(s, true), stream);
+        plan->sequences.seq_len_kv = upload_int32(lengths_of(s, false), stream);
       }
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (diagnostics().verbose) log_plan(label, *plan, ms);
@@ -348,7 +353,7 @@ class CudnnBackend final : public AttentionBackend {
     stream_bound_ = true;
   }
 
-  std::unique_ptr<CudnnPlan> build_plan(const AttentionProblem& problem) {
+  std::unique_ptr<CudnnPlan> build_plan(const AttentionProblem& problem, cudaStream_t stream) {
     const auto start = std::chrono::steady_clock::now();
     const std::size_t version = cudnn_runtime_version_number();
     const std::string label = case_label("cudnn", problem);
@@ -371,7 +376,7 @@ class CudnnBackend final : public AttentionBackend {
       if (sdpa_per_sequence(problem)) {
         const std::vector<std::int64_t> more = sequence_uids(problem.shape, variant.packed_kv_as_pages);
         plan->uids.insert(plan->uids.end(), more.begin(), more.end());
-        plan->sequences = make_sequence_arrays(problem.shape, variant.packed_kv_as_pages);
+        plan->sequences = make_sequence_arrays(problem.shape, variant.packed_kv_as_pages, stream);
       }
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (i > 0)

@@ -212,7 +212,7 @@ bool ActivityCollector::on_buffer_completed(std::uint8_t* buffer, std::size_t va
 }
 
 trace::ActivityBatch ActivityCollector::drain() {
-  CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  const CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   trace::ActivityBatch batch;
   std::unordered_map<std::uint32_t, std::uint64_t> external_ids;
   {
@@ -221,6 +221,10 @@ trace::ActivityBatch ActivityCollector::drain() {
     conversion_.batch = {};
     external_ids.swap(conversion_.external_ids);
   }
+  // Checked once the records converted so far are taken: on a failed flush they go with this
+  // drain's error, not into the next case's batch.
+  if (flushed != CUPTI_SUCCESS)
+    throw_cupti_error(flushed, "cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)", __FILE__, __LINE__);
   join_launches(batch, external_ids);
   return batch;
 }

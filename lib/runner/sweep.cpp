@@ -79,6 +79,11 @@ class ScopedTag {
 
 // After an error, is the CUDA context still usable? Sticky errors (illegal address, launch
 // failure) poison every later call; then the rest of the sweep cannot run.
+// A case's reason with one more cause after it: the first failure stays the first thing said.
+std::string join_reasons(const std::string& reason, const std::string& more) {
+  return reason.empty() ? more : reason + "; " + more;
+}
+
 std::optional<std::string> context_error() {
   cudaError_t status = cudaDeviceSynchronize();
   if (status == cudaSuccess) {
@@ -276,8 +281,12 @@ void execute_case(AttentionBackend& backend, const PlannedCase& pc, int index, c
     // Keep at most `in_flight` iterations queued, so an interrupt never waits for many.
     if (done >= in_flight) {
       const cudaEvent_t oldest = stops[static_cast<std::size_t>(done - in_flight)].get();
-      while (cudaEventQuery(oldest) == cudaErrorNotReady && !is_interrupted(o.interrupted))
+      for (cudaError_t status = cudaEventQuery(oldest); status != cudaSuccess && !is_interrupted(o.interrupted);
+           status = cudaEventQuery(oldest)) {
+        if (status != cudaErrorNotReady)  // a fault in the queued work, named where it shows
+          throw_cuda_error(status, "cudaEventQuery(an earlier iteration's stop event)", __FILE__, __LINE__);
         std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
     }
     if (is_interrupted(o.interrupted)) {
       interrupted = true;
@@ -435,7 +444,16 @@ CaseOutcome attempt_case(Sweep::State& state, const PlannedCase& pc, int index) 
 CaseSummary record_case(Sweep::State& state, trace::ChromeTraceWriter& writer, CaseOutcome run, int index) {
   trace::ActivityBatch batch;
   try {
-    if (!state.lost_context) cudaDeviceSynchronize();
+    if (!state.lost_context) {
+      // Work an interrupted or failed case left queued may fault only now: the fault is the case's.
+      const cudaError_t status = cudaDeviceSynchronize();
+      if (status != cudaSuccess) {
+        run.status = CaseStatus::failed;
+        run.reason = join_reasons(run.reason, fmt::format("its queued GPU work failed: {} ({})",
+                                                          cudaGetErrorString(status), cudaGetErrorName(status)));
+        state.lost_context = context_error();
+      }
+    }
     batch = state.collector.drain();
     trace::annotate_occupancy(batch, {state.device});
     tag_annotations(batch, index);
@@ -445,7 +463,7 @@ CaseSummary record_case(Sweep::State& state, trace::ChromeTraceWriter& writer, C
     writer.write(batch);
   } catch (const std::exception& e) {
     run.status = CaseStatus::failed;
-    run.reason = std::string("recording the case failed: ") + e.what();
+    run.reason = join_reasons(run.reason, std::string("recording the case failed: ") + e.what());
   }
   const trace::CaptureHealth health = state.collector.health();
   const std::uint64_t dropped = health.dropped_records + health.buffers_declined;
