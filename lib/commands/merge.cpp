@@ -125,10 +125,14 @@ int merge_command(const MergeRequest& r) {
   std::cerr << fmt::format("attnprof merge: {} traces, {} events -> {} (open in ui.perfetto.dev) and {}\n",
                            merged.merge.inputs.size(), merged.merge.events, merged.trace.string(),
                            merged.summary.string());
-  for (const trace::MergedInput& in : merged.merge.inputs)
-    std::cerr << fmt::format("  {:<12} {}  pid {}, GPU pids {}+, clock {:+.3f} ms, cases {}..{}\n", in.label,
-                             in.path.string(), in.host_pid, in.gpu_pid_base, in.clock_shift_ns / 1e6, in.first_case,
-                             in.first_case + in.case_count - 1);
+  for (const trace::MergedInput& in : merged.merge.inputs) {
+    // A trace without attnprof's case tags (torch.profiler's) has its cases rebuilt by the summary.
+    const std::string cases = in.case_count > 0
+                                  ? fmt::format("cases {}..{}", in.first_case, in.first_case + in.case_count - 1)
+                                  : std::string("no case tags");
+    std::cerr << fmt::format("  {:<12} {}  pid {}, GPU pids {}+, clock {:+.3f} ms, {}\n", in.label, in.path.string(),
+                             in.host_pid, in.gpu_pid_base, in.clock_shift_ns / 1e6, cases);
+  }
   return kExitOk;
 }
 

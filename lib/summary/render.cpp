@@ -104,9 +104,16 @@ std::string wrap_text(std::string_view text, std::size_t width, std::string_view
         continue;
       }
       // A word longer than a whole line (a kernel name) is cut where the line ends.
+      // Never inside a UTF-8 character; at least one whole character, so the loop moves on.
       const std::size_t room = width > used ? width - used : 1;
-      out += word.substr(0, room);
-      word.remove_prefix(std::min(room, word.size()));
+      std::string_view piece = head_of(word, room);
+      if (piece.empty()) {
+        std::size_t one = 1;
+        while (one < word.size() && is_utf8_continuation_byte(word[one])) ++one;
+        piece = word.substr(0, one);
+      }
+      out += piece;
+      word.remove_prefix(piece.size());
       line_has_words = true;
     }
   }

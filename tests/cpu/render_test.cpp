@@ -125,6 +125,26 @@ TEST(RenderText, ShortenNeverSplitsAUtf8Character) {
   EXPECT_EQ(shorten(e_acute, 3), "\xc3\xa9");
 }
 
+TEST(RenderText, WrapNeverSplitsAUtf8Character) {
+  std::string e_acute;
+  for (int i = 0; i < 30; ++i) e_acute += "\xc3\xa9";  // one word of 60 bytes
+  const std::string wrapped = wrap_text("x " + e_acute, 7, "", "");
+  std::size_t start = 0;
+  while (start < wrapped.size()) {
+    std::size_t end = wrapped.find('\n', start);
+    if (end == std::string::npos) end = wrapped.size();
+    const std::string line = wrapped.substr(start, end - start);
+    EXPECT_LE(line.size(), 7u) << line;
+    // Every line starts and ends on a character boundary.
+    ASSERT_FALSE(line.empty());
+    EXPECT_NE(static_cast<unsigned char>(line.front()) & 0xC0, 0x80) << line;
+    EXPECT_NE(static_cast<unsigned char>(line.back()), 0xC3) << line;
+    start = end + 1;
+  }
+  // Narrower than one character: the character still goes out whole, and the loop ends.
+  EXPECT_EQ(wrap_text("\xc3\xa9\xc3\xa9", 1, "", ""), "\xc3\xa9\n\xc3\xa9");
+}
+
 CaseSummary case_with(const std::string& backend, const std::string& shape, std::vector<Finding> findings) {
   CaseSummary c;
   c.backend = backend;
