@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -35,10 +36,15 @@ void say(std::FILE* progress, const std::string& text) {
   std::fflush(progress);
 }
 
-// Per-process outputs of an earlier profile into the same directory would be taken for this one's.
+// Outputs of an earlier profile into the same directory would be taken for this one's: its
+// per-process files, and the trace.json / summary.json it combined them into (a later `merge
+// DIR` reads every trace there).
 void remove_stale_outputs(const std::filesystem::path& dir) {
+  static const std::set<std::string> kCombined = {"trace.json", "trace.json.gz", "summary.json", "trace-merged.json",
+                                                  "trace-merged-summary.json"};
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (trace::parse_process_output_name(entry.path().filename().string())) std::filesystem::remove(entry.path());
+    const std::string name = entry.path().filename().string();
+    if (trace::parse_process_output_name(name) || kCombined.count(name)) std::filesystem::remove(entry.path());
   }
 }
 
@@ -189,8 +195,11 @@ int profile_command(const ProfileRequest& r) {
   if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", r.format));
   ProfileLaunch launch;
   launch.command = r.command;
-  launch.out_dir = r.out_dir.empty() ? std::filesystem::path("traces") / fmt::format("profile-{}", utc_now_compact())
-                                     : std::filesystem::path(r.out_dir);
+  // The default folder names the second and attnprof's pid: two profiles started in the same
+  // second must not write (and clear) one folder.
+  launch.out_dir = r.out_dir.empty()
+                       ? std::filesystem::path("traces") / fmt::format("profile-{}-{}", utc_now_compact(), getpid())
+                       : std::filesystem::path(r.out_dir);
   if (launch.command.empty())
     throw UsageError("profile: no command to run; usage: attnprof profile [--out DIR] -- <command> [args...]");
   launch.inject_library = find_inject_library();

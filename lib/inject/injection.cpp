@@ -10,8 +10,10 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -55,6 +57,9 @@ std::mutex g_start_mutex;
 bool g_started = false;
 thread_local bool g_starting = false;  // set while this thread sets CUPTI up
 volatile sig_atomic_t g_session_pid = 0;
+// CLOCK_MONOTONIC nanoseconds of the first terminating signal; 0 until one comes.
+std::atomic<std::int64_t> g_first_signal_ns{0};
+static_assert(std::atomic<std::int64_t>::is_always_lock_free, "read and written in a signal handler");
 
 void log(const std::string& text) { std::fprintf(stderr, "attnprof profile: %s\n", text.c_str()); }
 
@@ -186,7 +191,21 @@ extern "C" void on_terminating_signal(int sig) {
     raise(sig);
     return;
   }
-  signal(sig, SIG_DFL);  // a second signal ends the process without waiting for the flush
+  // A second signal within a second is the first one again: `timeout` signals attnprof, which
+  // passes it on, and then the whole process group, so the program gets it twice at once; ending
+  // then would lose the profile being flushed. A later one (Ctrl-C pressed again) ends the process
+  // without waiting for the flush. clock_gettime is async-signal-safe.
+  timespec now {};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const std::int64_t now_ns = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  const std::int64_t first_ns = g_first_signal_ns.load();
+  if (first_ns != 0) {
+    if (now_ns - first_ns < 1000000000) return;
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  g_first_signal_ns.store(now_ns);
   const unsigned char byte = static_cast<unsigned char>(sig);
   const ssize_t ignored = write(g_session->signal_pipe[1], &byte, 1);
   (void)ignored;

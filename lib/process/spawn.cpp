@@ -30,7 +30,15 @@ int spawn_with_default_signals(const std::vector<std::string>& command, const st
   posix_spawnattr_init(&attr);
   sigset_t defaults, none;
   sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    // One ignored here still is where attnprof was started (nohup's SIGHUP): the command keeps it so.
+    struct sigaction current {};
+    if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    sigaddset(&defaults, sig);
+  }
+  // An inherited SIG_IGN for SIGCHLD makes the kernel reap our children itself, and waitpid fail.
+  struct sigaction child_exit {};
+  if (sigaction(SIGCHLD, nullptr, &child_exit) == 0 && child_exit.sa_handler == SIG_IGN) signal(SIGCHLD, SIG_DFL);
   sigemptyset(&none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setsigmask(&attr, &none);

@@ -97,6 +97,45 @@ TEST(ProfileLauncher, SignalsSentToAttnprofReachTheCommand) {
   EXPECT_EQ(now.sa_handler, SIG_DFL);  // attnprof's own handling is back
 }
 
+// Sets a signal's disposition for the test's scope.
+class ScopedDisposition {
+ public:
+  ScopedDisposition(int sig, void (*handler)(int)) : sig_(sig) {
+    struct sigaction now {};
+    now.sa_handler = handler;
+    sigemptyset(&now.sa_mask);
+    sigaction(sig, &now, &previous_);
+  }
+  ~ScopedDisposition() { sigaction(sig_, &previous_, nullptr); }
+
+ private:
+  int sig_;
+  struct sigaction previous_ {};
+};
+
+TEST(ProfileLauncher, ASighupIgnoredByNohupStaysIgnoredForTheCommand) {
+  const ScopedDisposition nohup(SIGHUP, SIG_IGN);
+  // The shell survives its own SIGHUP only while it is ignored (sh cannot undo an ignore it inherited).
+  EXPECT_EQ(profile_program(shell("kill -HUP $$; exit 3", fresh_dir("nohup"))).exit_code, 3);
+}
+
+TEST(ProfileLauncher, AnInheritedIgnoredSigchldStillLetsItWaitForTheCommand) {
+  const ScopedDisposition ignored(SIGCHLD, SIG_IGN);
+  EXPECT_EQ(profile_program(shell("exit 7", fresh_dir("sigchld"))).exit_code, 7);
+}
+
+TEST(ProfileLauncher, AnEarlierProfilesCombinedOutputsAreRemoved) {
+  const std::filesystem::path out = fresh_dir("stale_combined");
+  std::filesystem::create_directories(out);
+  for (const char* name : {"trace.json", "summary.json", "trace-merged.json"}) std::ofstream(out / name) << "{}";
+  std::ofstream(out / "notes.txt") << "the user's";
+  ASSERT_EQ(profile_program(shell("exit 0", out)).exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(out / "trace.json"));
+  EXPECT_FALSE(std::filesystem::exists(out / "summary.json"));
+  EXPECT_FALSE(std::filesystem::exists(out / "trace-merged.json"));
+  EXPECT_TRUE(std::filesystem::exists(out / "notes.txt"));
+}
+
 void write_fake_output(const std::filesystem::path& dir, const std::string& suffix, const std::string& label) {
   RunSummary s;
   s.config_name = "profile";
