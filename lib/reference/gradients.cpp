@@ -153,7 +153,7 @@ GradientRows gradient_rows_to_check(const AttentionShape& s, std::int64_t max_ro
   if (max_rows <= 0) return rows;
   const std::int64_t groups = static_cast<std::int64_t>(s.batch) * s.kv_heads();
   std::vector<std::int64_t> chosen = {groups - 1};
-  if (groups > 1) chosen.insert(chosen.begin(), groups / 2 - (groups / 2 == groups - 1 ? 1 : 0));
+  if (groups > 1) chosen.insert(chosen.begin(), 0);  // the first and the last: batch 0 is checked too
   const std::int64_t per_group = std::max<std::int64_t>(1, max_rows / 4);
   for (std::int64_t g : chosen) {
     const std::int64_t base = g * s.seq_kv;

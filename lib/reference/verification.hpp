@@ -19,12 +19,18 @@ constexpr std::int64_t kDefaultRowsChecked = 1024;
 // Largest accepted ||out - ref|| / ||ref|| per input dtype.
 double relative_error_bound(DType dtype);
 
-// Largest accepted |lse - ref| per input dtype: an fp32 logsumexp from a bf16/fp16 kernel carries
-// the input rounding; 1e-2 is ample for a value of order log(seq_kv) and catches a wrong scale or base.
+// Largest accepted |lse - ref| per input dtype. The reference reads the same dtype-rounded inputs,
+// so what is left is the kernel's fp32 arithmetic (exp2, a running max and sum over the keys):
+// about 1e-5 at 32k keys. A key skipped or read twice moves it by ~1/seq_kv and more.
 double lse_error_bound(DType dtype);
+
+// A single row may be this many times the bound off: the error over all checked rows together
+// lets a few wrong rows hide behind rows with large outputs (the first rows under a causal mask).
+constexpr double kRowErrorFactor = 3.0;
 
 struct Verification {
   double relative_error = 0;     // over the checked rows
+  double worst_row_error = 0;    // the largest ||out - ref|| / ||ref|| of one row (forward)
   double max_abs_error = 0;
   double bound = 0;
   std::int64_t rows_checked = 0;
@@ -75,7 +81,7 @@ ReferenceRows reference_rows(const AttentionProblem& problem, std::uint64_t seed
                              const std::atomic<bool>* interrupted = nullptr, unsigned threads = 0);
 
 struct VerifyOptions {
-  bool compare_lse = false;                        // compare got.lse (never on rows that see no key)
+  bool compare_lse = false;                        // compare got.lse (-inf expected on rows that see no key)
   const std::atomic<bool>* interrupted = nullptr;  // stops early; the result says so and does not pass
   unsigned threads = 0;                            // 0: one per hardware thread, at most 32
 };

@@ -24,14 +24,17 @@ DeviceBuffer draw(const AttentionProblem& p, std::uint64_t seed, InputTensor ten
 // Draws `tensor` in its logical order and moves each row to where `targets` says (a packed or
 // paged layout), in a buffer of `stored_elements` elements; -1 rows are padding and stay behind.
 // A paged pool's slots no row lands in (the tail of a last page, the spare page) hold a finite
-// filler, never data a correct kernel reads. Synchronizes `stream` before the scratch goes.
+// filler, never data a correct kernel reads: keys of 0 (a score as large as the real ones) and
+// values far larger than any real one, so a kernel that reads past a sequence's last key is off
+// by far more than the bound. Synchronizes `stream` before the scratch goes.
 DeviceBuffer draw_stored(const AttentionProblem& p, std::uint64_t seed, InputTensor tensor,
                          const std::vector<std::int64_t>& targets, std::int64_t stored_elements, cudaStream_t stream) {
   const DeviceBuffer logical = draw(p, seed, tensor, stream);
   const std::int64_t row_bytes = static_cast<std::int64_t>(p.shape.head_dim) * dtype_bytes(p.dtype);
   DeviceBuffer stored(static_cast<std::size_t>(stored_elements) * dtype_bytes(p.dtype));
-  constexpr int kFiller = 0x3c;  // 0x3c3c: bf16 0.0115, fp16 1.06, fp32 0.0115
-  CUDA_CHECK(cudaMemsetAsync(stored.get(), kFiller, stored.bytes(), stream));
+  // Bytes: 0x4747 is bf16 51,000, fp16 7.3, fp32 (0x47474747) 51,015; 0x3c3c bf16 0.0115, fp16 1.06.
+  const int filler = tensor == InputTensor::k ? 0x00 : tensor == InputTensor::v ? 0x47 : 0x3c;
+  CUDA_CHECK(cudaMemsetAsync(stored.get(), filler, stored.bytes(), stream));
   DeviceBuffer device_targets(targets.size() * sizeof(std::int64_t));
   CUDA_CHECK(cudaMemcpyAsync(device_targets.get(), targets.data(), device_targets.bytes(), cudaMemcpyHostToDevice,
                              stream));

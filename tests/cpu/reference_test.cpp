@@ -394,22 +394,64 @@ TEST(Verify, CatchesPoisonWrongValuesAndWrongLogsumexp) {
   EXPECT_NE(verify_attention(p, 5, short_rows).detail.find("expected"), std::string::npos);
 }
 
-TEST(Verify, RowsThatSeeNoKeyMustBeZeroAndTheirLogsumexpIsNotCompared) {
+TEST(Verify, RowsThatSeeNoKeyMustBeZeroWithALogsumexpOfMinusInfinity) {
   AttentionProblem p = make_problem({1, 2, 9, 4, 8}, DType::bf16, true);
   p.alignment = MaskAlignment::bottom_right;  // rows 0..4 of each head see no key
   const BruteForce truth = brute_force(p, 8);
   const std::vector<std::int64_t> rows = rows_to_check(p.shape);
   OutputRows got = rows_from(p, truth, rows);
   for (std::size_t n = 0; n < rows.size(); ++n)
-    if (rows[n] % 9 < 5) got.lse[n] = std::numeric_limits<float>::quiet_NaN();  // whatever the kernel left
+    if (rows[n] % 9 < 5) got.lse[n] = -std::numeric_limits<float>::infinity();  // the kernels' contract
   const Verification ok = verify_attention(p, 8, got, {.compare_lse = true});
   EXPECT_TRUE(ok.passed) << ok.detail;
   EXPECT_GE(ok.lse_max_abs_error, 0.0);
+  // The poison left in place (no logsumexp written) fails, on those rows as on the others.
+  OutputRows unwritten = got;
+  unwritten.lse[0] = std::numeric_limits<float>::quiet_NaN();
+  const Verification poisoned = verify_attention(p, 8, unwritten, {.compare_lse = true});
+  EXPECT_FALSE(poisoned.passed);
+  EXPECT_NE(poisoned.detail.find("logsumexp"), std::string::npos) << poisoned.detail;
 
   got.output[9 * 8 + 3] = 1e-3f;  // row 9 = head 1, row 0: sees no key
   const Verification bad = verify_attention(p, 8, got);
   EXPECT_FALSE(bad.passed);
   EXPECT_NE(bad.detail.find("row 9 sees no key"), std::string::npos) << bad.detail;
+}
+
+// A NaN logsumexp where a row sees keys (never written) fails; max() would have skipped it.
+TEST(Verify, AnUnwrittenLogsumexpFails) {
+  const AttentionProblem p = make_problem({1, 2, 64, 64, 32}, DType::fp32, true);
+  const BruteForce truth = brute_force(p, 3);
+  OutputRows got = rows_from(p, truth, rows_to_check(p.shape));
+  for (float& lse : got.lse) lse = std::numeric_limits<float>::quiet_NaN();
+  const Verification v = verify_attention(p, 3, got, {.compare_lse = true});
+  EXPECT_FALSE(v.passed);
+  EXPECT_TRUE(std::isinf(v.lse_max_abs_error));
+}
+
+// A logsumexp off by 1e-3 (a few keys lost at a sequence's edge do that) fails in bf16 too.
+TEST(Verify, TheLogsumexpBoundIsTheKernelsArithmeticNotTheInputRounding) {
+  const AttentionProblem p = make_problem({1, 2, 64, 64, 32}, DType::bf16, false);
+  const BruteForce truth = brute_force(p, 3);
+  OutputRows got = rows_from(p, truth, rows_to_check(p.shape));
+  EXPECT_TRUE(verify_attention(p, 3, got, {.compare_lse = true}).passed);
+  got.lse[5] += 1e-3f;
+  EXPECT_FALSE(verify_attention(p, 3, got, {.compare_lse = true}).passed);
+}
+
+// One row 10% off among many right ones: the error over all rows stays under the bound, the
+// row's own does not.
+TEST(Verify, OneWrongRowFailsThoughTheErrorOverAllRowsPasses) {
+  const AttentionProblem p = make_problem({1, 4, 256, 256, 64}, DType::bf16, true);
+  const BruteForce truth = brute_force(p, 5);
+  OutputRows got = rows_from(p, truth, rows_to_check(p.shape));
+  const std::size_t d = 64, wrong = got.rows.size() - 1;  // the last row: sees every key
+  for (std::size_t c = 0; c < d; ++c) got.output[wrong * d + c] *= 1.1f;
+  const Verification v = verify_attention(p, 5, got);
+  EXPECT_LT(v.relative_error, v.bound);
+  EXPECT_FALSE(v.passed);
+  EXPECT_NEAR(v.worst_row_error, 0.1, 0.01);
+  EXPECT_NE(v.detail.find("row " + std::to_string(got.rows[wrong])), std::string::npos) << v.detail;
 }
 
 TEST(Verify, RowsToCheckCoverTheEdgesGroupedByKvHead) {
