@@ -35,10 +35,15 @@ struct InputRange {
   float high;
 };
 
-// q, k, v (and dO) uniform in [-1, 1), bias in [-2, 2). Both are exact in float (every draw is
-// low + j * 2^-23 * width/2), so only the rounding to bf16/fp16 can reach `high`.
-constexpr InputRange input_range(InputTensor tensor) {
-  return tensor == InputTensor::bias ? InputRange{-2.f, 2.f} : InputRange{-1.f, 1.f};
+// q, k, v (and dO) uniform in [-1, 1), bias in [-2, 2); a backward case's v in [0, 1). With v of
+// mean 0 the outputs are near 0, so D = rowsum(dO * O) is too, and a backward that forgot to
+// subtract it from dP passed; with v of mean 1/2, dP and D share a large term that only the
+// subtraction removes. Every range is exact in float (every draw is low + j * 2^-24 * width), so
+// only the rounding to bf16/fp16 can reach `high`.
+constexpr InputRange input_range(InputTensor tensor, AttentionPass pass = AttentionPass::forward) {
+  if (tensor == InputTensor::bias) return {-2.f, 2.f};
+  if (tensor == InputTensor::v && pass == AttentionPass::backward) return {0.f, 1.f};
+  return {-1.f, 1.f};
 }
 
 namespace counter_random {

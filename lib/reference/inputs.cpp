@@ -25,9 +25,13 @@ std::int64_t input_element_count(const AttentionProblem& problem, InputTensor te
 
 void generate_input(std::uint64_t seed, InputTensor tensor, DType dtype, std::int64_t first, std::int64_t count,
                     float* out) {
+  generate_input(seed, tensor, dtype, input_range(tensor), first, count, out);
+}
+
+void generate_input(std::uint64_t seed, InputTensor tensor, DType dtype, InputRange range, std::int64_t first,
+                    std::int64_t count, float* out) {
   if (first < 0 || count < 0) throw std::invalid_argument("generate_input: negative range");
   const std::uint64_t stream = input_stream(seed, tensor);
-  const InputRange range = input_range(tensor);
   std::int64_t i = first;
   const std::int64_t end = first + count;
   if (i < end && (i & 1) != 0) {  // odd start: the second half of a pair
@@ -46,7 +50,7 @@ void generate_input(const AttentionProblem& problem, std::uint64_t seed, InputTe
                     std::int64_t count, float* out) {
   if (first + count > input_element_count(problem, tensor))
     throw std::out_of_range("generate_input: range past the end of the tensor");
-  generate_input(seed, tensor, input_dtype(problem, tensor), first, count, out);
+  generate_input(seed, tensor, input_dtype(problem, tensor), input_range(tensor, problem.pass), first, count, out);
 }
 
 std::vector<float> decode_elements(const std::vector<std::uint8_t>& bytes, DType dtype) {

@@ -18,12 +18,15 @@ DType input_dtype(const AttentionProblem& problem, InputTensor tensor);
 // grad_o [B, H, Sq, D] (0 for a forward problem).
 std::int64_t input_element_count(const AttentionProblem& problem, InputTensor tensor);
 
-// Elements [first, first + count) of `tensor` under `seed`, rounded to `dtype`, as the floats that
-// hold them exactly: the values the device fill (kernels::fill_uniform) wrote.
+// Elements [first, first + count) of `tensor` under `seed`, drawn in `range` (a forward's
+// input_range when not given) and rounded to `dtype`, as the floats that hold them exactly: the
+// values the device fill (kernels::fill_uniform) wrote.
+void generate_input(std::uint64_t seed, InputTensor tensor, DType dtype, InputRange range, std::int64_t first,
+                    std::int64_t count, float* out);
 void generate_input(std::uint64_t seed, InputTensor tensor, DType dtype, std::int64_t first, std::int64_t count,
                     float* out);
 
-// The same for one tensor of a problem, in its own dtype and range.
+// The same for one tensor of a problem, in its own dtype and range (input_range of its pass).
 void generate_input(const AttentionProblem& problem, std::uint64_t seed, InputTensor tensor, std::int64_t first,
                     std::int64_t count, float* out);
 

@@ -16,7 +16,7 @@ DeviceBuffer draw(const AttentionProblem& p, std::uint64_t seed, InputTensor ten
   const DType dtype = input_dtype(p, tensor);
   const std::int64_t count = input_element_count(p, tensor);
   DeviceBuffer buffer(static_cast<std::size_t>(count) * dtype_bytes(dtype));
-  const InputRange range = input_range(tensor);
+  const InputRange range = input_range(tensor, p.pass);
   CUDA_CHECK(kernels::fill_uniform(buffer.get(), dtype, count, seed, tensor, range.low, range.high, stream));
   return buffer;
 }

@@ -137,6 +137,29 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 // A row that sees no key has zero dQ; a key that no row sees has zero dK and dV.
+// A backward case draws v with mean 1/2: then D = rowsum(dO * O) is large, and a backward that
+// left it out of dS = P (dP - D) is far off (with v of mean 0, O and D were near 0 and it passed).
+TEST(BackwardInputs, VOfABackwardCaseHasAMeanOfOneHalfAndTheForwardsIsCentred) {
+  AttentionProblem p;
+  p.shape = {1, 2, 64, 96, 32};
+  p.pass = AttentionPass::backward;
+  std::vector<float> v(static_cast<std::size_t>(input_element_count(p, InputTensor::v)));
+  generate_input(p, 11, InputTensor::v, 0, static_cast<std::int64_t>(v.size()), v.data());
+  double sum = 0;
+  for (float x : v) {
+    EXPECT_GE(x, 0.0f);
+    EXPECT_LE(x, 1.0f);
+    sum += x;
+  }
+  EXPECT_NEAR(sum / v.size(), 0.5, 0.02);
+  p.pass = AttentionPass::forward;
+  generate_input(p, 11, InputTensor::v, 0, static_cast<std::int64_t>(v.size()), v.data());
+  sum = 0;
+  for (float x : v) sum += x;
+  EXPECT_NEAR(sum / v.size(), 0.0, 0.02);
+  EXPECT_EQ(input_range(InputTensor::grad_o, AttentionPass::backward).low, -1.0f);  // dO stays centred
+}
+
 TEST(ReferenceGradients, RowsWithoutKeysAndKeysWithoutRowsAreZero) {
   const AttentionProblem p = problem_of(1, 2, 2, 7, 5, 8, CausalMode::bottom_right);  // rows 0, 1 see no key
   GradientRows rows;
