@@ -211,12 +211,14 @@ bool ActivityCollector::on_buffer_completed(std::uint8_t* buffer, std::size_t va
   return true;
 }
 
-trace::ActivityBatch ActivityCollector::drain() {
+trace::ActivityBatch ActivityCollector::drain(bool final_drain) {
   const CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const std::uint64_t drained_at = final_drain ? now_ns() : 0;
   trace::ActivityBatch batch;
   std::unordered_map<std::uint32_t, std::uint64_t> external_ids;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (final_drain) close_open_markers(conversion_, drained_at);
     batch = std::move(conversion_.batch);
     conversion_.batch = {};
     external_ids.swap(conversion_.external_ids);

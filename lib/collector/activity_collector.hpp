@@ -34,8 +34,9 @@ class ActivityCollector {
   void pop_tag();
 
   // Force-flushes CUPTI and returns everything recorded since the last drain. The caller
-  // synchronizes the device first so GPU records are complete.
-  trace::ActivityBatch drain();
+  // synchronizes the device first so GPU records are complete. The last drain of a process
+  // (`final_drain`) also closes the NVTX ranges still open, at the moment of the drain.
+  trace::ActivityBatch drain(bool final_drain = false);
 
   // Records converted, dropped by CUPTI, declined for lack of a buffer, left out for bad timestamps.
   trace::CaptureHealth health() const;

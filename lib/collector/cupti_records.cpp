@@ -1,5 +1,6 @@
 #include "collector/cupti_records.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -229,6 +230,19 @@ void join_launches(trace::ActivityBatch& batch, const std::unordered_map<std::ui
   join(batch.kernels);
   join(batch.memcpys);
   join(batch.memsets);
+}
+
+void close_open_markers(RecordConversion& state, std::uint64_t end_ns) {
+  for (auto& [id, start] : state.open_markers) {
+    trace::Annotation a;
+    a.name = std::move(start.name);
+    a.start_ns = start.timestamp;
+    a.end_ns = std::max(end_ns, start.timestamp);
+    a.process = start.process;
+    a.thread = start.thread;
+    state.batch.annotations.push_back(std::move(a));
+  }
+  state.open_markers.clear();
 }
 
 }  // namespace attnprof

@@ -42,6 +42,11 @@ struct RecordConversion {
 // Other kinds are ignored.
 void convert_record(const CUpti_Activity& record, RecordConversion& state);
 
+// Ranges still open when a process writes its profile (a signal or exit() inside one) become
+// ranges that end at `end_ns`, the moment of that last drain; otherwise they would vanish and
+// their work would fall to no case.
+void close_open_markers(RecordConversion& state, std::uint64_t end_ns);
+
 // The records of a drain joined: every API call gets its sweep tag from `external_ids`, every
 // kernel, memcpy and memset its launching call's name and tag (the call is marked as launching
 // work, the start of a flow).

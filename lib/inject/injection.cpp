@@ -113,7 +113,7 @@ void flush_outputs(const char* why) {
     // GPU records are final only once the work is done; sync whatever context this thread has.
     CUcontext context = nullptr;
     if (cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) cuCtxSynchronize();
-    trace::ActivityBatch batch = s->collector->drain();
+    trace::ActivityBatch batch = s->collector->drain(/*final_drain=*/true);
     if (batch.kernels.empty() && batch.memcpys.empty() && batch.memsets.empty()) {
       // CUDA initialised but nothing ran on a GPU (torch.compile's workers): one line for the
       // launcher's list, not a trace with an empty case.

@@ -191,6 +191,29 @@ TEST(CuptiRecords, MarkerStartAndEndBecomeOneRange) {
   EXPECT_TRUE(state.open_markers.empty());
 }
 
+TEST(CuptiRecords, ARangeStillOpenAtTheLastDrainEndsThere) {
+  RecordConversion state;
+  auto start = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  start.id = 5;
+  start.timestamp = 2'000;
+  start.name = "train step";
+  start.domain = "";
+  start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  start.objectId.pt.threadId = 9;
+  start.objectId.pt.processId = 31;
+  convert_record(as_activity(&start), state);
+  ASSERT_TRUE(state.batch.annotations.empty());
+  close_open_markers(state, 50'000);
+  ASSERT_EQ(state.batch.annotations.size(), 1u);
+  EXPECT_EQ(state.batch.annotations[0].name, "train step");
+  EXPECT_EQ(state.batch.annotations[0].start_ns, 2'000u);
+  EXPECT_EQ(state.batch.annotations[0].end_ns, 50'000u);
+  EXPECT_EQ(state.batch.annotations[0].process, 31u);
+  EXPECT_EQ(state.batch.annotations[0].thread, 9u);
+  EXPECT_TRUE(state.open_markers.empty());
+}
+
 TEST(CuptiRecords, OverheadRecordsNameWhatCuptiSpentTimeOn) {
   RecordConversion state;
   auto r = zeroed<CUpti_ActivityOverhead3>(CUPTI_ACTIVITY_KIND_OVERHEAD);
