@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -181,10 +182,18 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
 
 std::filesystem::path combine_process_summaries(const std::vector<ProfiledProcess>& processes,
                                                 const std::filesystem::path& out_dir) {
-  std::vector<LabelledSummary> parts;
+  // A rank names a process only where no other process has it: children inherit RANK, and two
+  // cases of one label could not be told apart (check refuses them).
+  std::map<int, int> processes_of_rank;
   for (const ProfiledProcess& p : processes)
-    parts.push_back({p.rank ? fmt::format("rank {}", *p.rank) : fmt::format("pid {}", p.pid),
-                     load_summary(p.summary.string())});
+    if (p.rank) ++processes_of_rank[*p.rank];
+  std::vector<LabelledSummary> parts;
+  for (const ProfiledProcess& p : processes) {
+    const std::string label = !p.rank                            ? fmt::format("pid {}", p.pid)
+                              : processes_of_rank.at(*p.rank) == 1 ? fmt::format("rank {}", *p.rank)
+                                                                   : fmt::format("rank {} pid {}", *p.rank, p.pid);
+    parts.push_back({label, load_summary(p.summary.string())});
+  }
   const std::filesystem::path path = out_dir / "summary.json";
   write_json_atomically(path.string(), nlohmann::json(combine_summaries(parts)));
   return path;

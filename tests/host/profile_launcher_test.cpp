@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -187,6 +188,23 @@ TEST(ProfileLauncher, SeveralProcessesKeepTheirTracesAndShareOneSummary) {
   EXPECT_EQ(combined.cases[1].label, "[rank 1] b");
   EXPECT_EQ(combined.capture.records, 20u);
   EXPECT_TRUE(std::filesystem::exists(out / "trace-rank1-pid300.json"));
+}
+
+// A child inherits RANK: two processes of one rank keep distinct case labels through their pids.
+TEST(ProfileLauncher, ProcessesThatShareARankAreToldApartByTheirPids) {
+  const std::filesystem::path out = fresh_dir("shared_rank");
+  std::filesystem::create_directories(out);
+  ProfileLaunch launch = shell("", out);
+  launch.command = {"/bin/sh", "-c", "cp \"$0\"/stash/* \"$ATTNPROF_PROFILE_DIR\"/", out.string()};
+  std::filesystem::create_directories(out / "stash");
+  write_fake_output(out / "stash", "rank0-pid200.json", "sdpa flash");
+  write_fake_output(out / "stash", "rank0-pid201.json", "sdpa flash");
+  write_fake_output(out / "stash", "rank1-pid300.json", "sdpa flash");
+  const RunSummary combined = load_summary(profile_program(launch).summary.value().string());
+  std::set<std::string> labels;
+  for (const CaseSummary& c : combined.cases) labels.insert(c.label);
+  EXPECT_EQ(labels, (std::set<std::string>{"[rank 0 pid 200] sdpa flash", "[rank 0 pid 201] sdpa flash",
+                                           "[rank 1] sdpa flash"}));
 }
 
 }  // namespace
