@@ -44,6 +44,7 @@ AnnotationCaseIndex::AnnotationCaseIndex(std::vector<Annotation>& annotations) {
                    [&](std::size_t x, std::size_t y) { return annotations[x].start_ns < annotations[y].start_ns; });
   std::unordered_map<std::string, int> case_of;
   std::map<std::uint32_t, std::vector<Range>> by_process;
+  std::vector<Range> all;
   for (std::size_t i : top_level) {
     Annotation& a = annotations[i];
     auto [it, inserted] = case_of.try_emplace(a.name, static_cast<int>(cases_.size()));
@@ -53,12 +54,12 @@ AnnotationCaseIndex::AnnotationCaseIndex(std::vector<Annotation>& annotations) {
     const Range r{a.start_ns, a.end_ns, a.tag};
     by_thread_[{a.process, a.thread}].push_back(r);
     by_process[a.process].push_back(r);
-    all_.push_back(r);
+    all.push_back(r);
   }
   for (const auto& [process, ranges] : by_process) spans_by_process_[process] = open_spans(ranges);
   for (auto& [thread, ranges] : by_thread_)
     std::sort(ranges.begin(), ranges.end(), [](const Range& x, const Range& y) { return x.start_ns < y.start_ns; });
-  std::sort(all_.begin(), all_.end(), [](const Range& x, const Range& y) { return x.start_ns < y.start_ns; });
+  all_spans_ = open_spans(all);
 }
 
 SweepTag AnnotationCaseIndex::find(const std::vector<Range>& ranges, std::uint64_t ts_ns) {
@@ -103,21 +104,25 @@ std::vector<AnnotationCaseIndex::OpenSpan> AnnotationCaseIndex::open_spans(const
   return spans;
 }
 
+SweepTag AnnotationCaseIndex::single_open(const std::vector<OpenSpan>& spans, std::uint64_t ts_ns) {
+  auto span = std::upper_bound(spans.begin(), spans.end(), ts_ns,
+                               [](std::uint64_t t, const OpenSpan& s) { return t < s.start_ns; });
+  if (span == spans.begin()) return {};
+  --span;
+  return ts_ns < span->end_ns && span->open == 1 ? span->tag : SweepTag{};
+}
+
 SweepTag AnnotationCaseIndex::tag_for_launch(std::uint32_t process, std::uint32_t thread, std::uint64_t ts_ns) const {
   const SweepTag own = tag_at(process, thread, ts_ns);
   if (own.case_index >= 0 || time_only_) return own;
   const auto it = spans_by_process_.find(process);
   if (it == spans_by_process_.end()) return own;
-  const std::vector<OpenSpan>& spans = it->second;
-  auto span = std::upper_bound(spans.begin(), spans.end(), ts_ns,
-                               [](std::uint64_t t, const OpenSpan& s) { return t < s.start_ns; });
-  if (span == spans.begin()) return own;
-  --span;
-  return ts_ns < span->end_ns && span->open == 1 ? span->tag : own;
+  const SweepTag shared = single_open(it->second, ts_ns);
+  return shared.case_index >= 0 ? shared : own;
 }
 
 SweepTag AnnotationCaseIndex::tag_at(std::uint32_t process, std::uint32_t thread, std::uint64_t ts_ns) const {
-  if (time_only_) return find(all_, ts_ns);
+  if (time_only_) return single_open(all_spans_, ts_ns);
   auto it = by_thread_.find({process, thread});
   return it == by_thread_.end() ? SweepTag{} : find(it->second, ts_ns);
 }

@@ -38,7 +38,8 @@ class AnnotationCaseIndex {
   const std::vector<AnnotationCase>& cases() const { return cases_; }
 
   // When no thread of the launching API calls ever holds a range (CUPTI names threads of
-  // markers and API records differently on some platforms), match by time alone.
+  // markers and API records differently on some platforms), match by time alone: a launch
+  // belongs to the one top-level range open then, on any thread, and to none while several are.
   void match_by_time_only(bool on) { time_only_ = on; }
   bool matching_by_time_only() const { return time_only_; }
   bool has_thread(std::uint32_t process, std::uint32_t thread) const { return by_thread_.count({process, thread}) != 0; }
@@ -70,12 +71,14 @@ class AnnotationCaseIndex {
     SweepTag tag;
   };
   static std::vector<OpenSpan> open_spans(const std::vector<Range>& ranges);
+  // The tag of the one range open at ts_ns among `spans`; untagged when none or several are.
+  static SweepTag single_open(const std::vector<OpenSpan>& spans, std::uint64_t ts_ns);
 
   std::vector<AnnotationCase> cases_;
   using Thread = std::pair<std::uint32_t, std::uint32_t>;  // (process, thread)
   std::map<Thread, std::vector<Range>> by_thread_;           // sorted by start, non-overlapping
   std::map<std::uint32_t, std::vector<OpenSpan>> spans_by_process_;
-  std::vector<Range> all_;                                   // every thread's, sorted by start
+  std::vector<OpenSpan> all_spans_;  // every thread's ranges as spans: the time-only rule
   bool time_only_ = false;
 };
 

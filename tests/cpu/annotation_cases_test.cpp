@@ -166,5 +166,17 @@ TEST(AnnotationCases, ThreadNamingsThatNeverMeetFallBackToTime) {
   EXPECT_EQ(b.kernels[0].tag.case_index, 0);
 }
 
+// Matching by time keeps the documented rule: the one range open then, none while several are.
+TEST(AnnotationCases, ByTimeALaunchBelongsToTheOneOpenRangeAndToNoneWhileSeveralAre) {
+  ActivityBatch b;
+  b.annotations = {range("a", 100, 1000, 1), range("b", 200, 300, 2)};
+  launch(b, 1, 500, 9);  // only a is open: a
+  launch(b, 2, 250, 9);  // a and b are open: neither can claim it
+  const CaseAssignment a = assign_cases_from_annotations(b);
+  ASSERT_TRUE(a.matched_by_time_only);
+  EXPECT_EQ(b.kernels[0].tag.case_index, 0);
+  EXPECT_EQ(b.kernels[1].tag.case_index, -1);
+}
+
 }  // namespace
 }  // namespace attnprof::trace
