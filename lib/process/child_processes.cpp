@@ -17,8 +17,15 @@ namespace {
 // The children's pids, for the signal handler (async-signal-safe: a fixed array, plain stores).
 std::array<volatile sig_atomic_t, ChildSignalForwarding::kMaxChildren> g_children{};
 volatile sig_atomic_t g_child_count = 0;
+// A signal that came while no child was registered yet (between the handlers and the spawn, or
+// the spawn and add()): every child added later gets it, as it would have had it had it been there.
+volatile sig_atomic_t g_pending_signal = 0;
 
 extern "C" void forward_to_children(int sig, siginfo_t* info, void*) {
+  if (g_child_count == 0) {
+    g_pending_signal = sig;
+    return;
+  }
   if (info != nullptr && info->si_code > 0) return;  // from the terminal: the children had it too
   for (sig_atomic_t i = 0; i < g_child_count; ++i) {
     const pid_t child = static_cast<pid_t>(g_children[static_cast<std::size_t>(i)]);
@@ -47,13 +54,17 @@ std::string describe(const ChildExit& exit) {
 ChildSignalForwarding::ChildSignalForwarding() : handlers_(forward_to_children) {}
 
 // The children are forgotten before the previous handlers come back (members go last).
-ChildSignalForwarding::~ChildSignalForwarding() { g_child_count = 0; }
+ChildSignalForwarding::~ChildSignalForwarding() {
+  g_child_count = 0;
+  g_pending_signal = 0;
+}
 
 void ChildSignalForwarding::add(pid_t child) {
   if (static_cast<std::size_t>(g_child_count) >= kMaxChildren)
     throw std::length_error(fmt::format("at most {} child processes", kMaxChildren));
   g_children[static_cast<std::size_t>(g_child_count)] = child;
   g_child_count = g_child_count + 1;
+  if (const sig_atomic_t pending = g_pending_signal; pending != 0) kill(child, static_cast<int>(pending));
 }
 
 void ChildSignalForwarding::remove(pid_t child) {

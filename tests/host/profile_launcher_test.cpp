@@ -16,6 +16,8 @@
 
 #include "commands/profile.hpp"
 #include "core/errors.hpp"
+#include "process/child_processes.hpp"
+#include "process/spawn.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {
@@ -135,6 +137,19 @@ TEST(ProfileLauncher, AnEarlierProfilesCombinedOutputsAreRemoved) {
   EXPECT_FALSE(std::filesystem::exists(out / "summary.json"));
   EXPECT_FALSE(std::filesystem::exists(out / "trace-merged.json"));
   EXPECT_TRUE(std::filesystem::exists(out / "notes.txt"));
+}
+
+// A signal that reaches attnprof before its child is registered (during the spawn) is not lost:
+// the child gets it when it is added.
+TEST(ProfileLauncher, ASignalBeforeTheChildIsRegisteredReachesItWhenItIs) {
+  ChildSignalForwarding forwarding;
+  raise(SIGTERM);  // no child yet
+  pid_t child = 0;
+  ASSERT_EQ(spawn_with_default_signals({"/bin/sh", "-c", "sleep 5; exit 0"}, nullptr, child), 0);
+  forwarding.add(child);
+  const ChildExit exit = wait_for_child(child);
+  forwarding.remove(child);
+  EXPECT_EQ(exit.signal, SIGTERM);
 }
 
 void write_fake_output(const std::filesystem::path& dir, const std::string& suffix, const std::string& label) {
