@@ -3,6 +3,7 @@
 // become trace.json and summary.json; several: one summary lists every process's cases), print.
 #include "commands/profile.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,6 +56,8 @@ std::vector<std::string> child_environment(const ProfileLaunch& launch, std::FIL
   bool user_nvtx = false;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
+    if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 && entry != "CUDA_INJECTION64_PATH=" + inject)
+      say(progress, fmt::format("{} is replaced by attnprof's library for the command (the driver loads one)", entry));
     if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 || entry.rfind("ATTNPROF_PROFILE_DIR=", 0) == 0 ||
         entry.rfind("ATTNPROF_TRACE_FORMAT=", 0) == 0)
       continue;
@@ -223,8 +226,12 @@ int profile_command(const ProfileRequest& r) {
       std::cerr << fmt::format("  pid {}  {}\n", p.pid, p.command.size() > 100 ? p.command.substr(0, 97) + "..." : p.command);
   }
   if (outcome.processes.empty()) {
-    std::cerr << "attnprof profile: nothing was recorded: no process of the command used CUDA, or none could write "
-                 "its profile (killed with SIGKILL?)\n";
+    // A profile is written at exit() or on SIGINT/SIGTERM: a crash, _exit() or SIGKILL leaves none.
+    const std::string why = outcome.signal == SIGKILL ? "SIGKILL ended the command before it could write one"
+                            : outcome.signal          ? fmt::format("signal {} ended the command", *outcome.signal)
+                                                      : "no process of the command used CUDA, or none wrote its profile "
+                                                        "(a crash or _exit() leaves none)";
+    std::cerr << fmt::format("attnprof profile: nothing was recorded: {}\n", why);
     return outcome.exit_code;
   }
   if (outcome.summary) std::cout << render_summary(load_summary(outcome.summary->string()), *format);
