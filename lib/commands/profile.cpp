@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "commands/merge.hpp"
 #include "core/errors.hpp"
 #include "core/utc_time.hpp"
 #include "process/child_processes.hpp"
@@ -26,6 +27,7 @@
 #include "summary/render.hpp"
 #include "summary/summary.hpp"
 #include "trace/trace_files.hpp"
+#include "trace/trace_format.hpp"
 
 extern char** environ;
 
@@ -38,15 +40,27 @@ void say(std::FILE* progress, const std::string& text) {
   std::fflush(progress);
 }
 
+// The trace of several processes merged into one, as profile_command suggests it.
+constexpr const char* kMergedTraceName = "trace-merged.json";
+
+// The trace one process's files become (its summary: merged_summary_path of it, summary.json).
+std::filesystem::path single_trace_path(const std::filesystem::path& dir, trace::TraceFormat format) {
+  return dir / trace::trace_file_name("trace", format);
+}
+
 // Outputs of an earlier profile into the same directory would be taken for this one's: its
-// per-process files, and the trace.json / summary.json it combined them into (a later `merge
-// DIR` reads every trace there).
+// per-process files, the trace and summary one process's files became, and the suggested merge
+// with its summary (a later `merge DIR` reads every trace there).
 void remove_stale_outputs(const std::filesystem::path& dir) {
-  static const std::set<std::string> kCombined = {"trace.json", "trace.json.gz", "summary.json", "trace-merged.json",
-                                                  "trace-merged-summary.json"};
+  const std::filesystem::path merged = dir / kMergedTraceName;
+  std::set<std::filesystem::path> combined = {merged, merged_summary_path(merged)};
+  for (const trace::TraceFormat format : {trace::TraceFormat::json, trace::TraceFormat::json_gz}) {
+    combined.insert(single_trace_path(dir, format));
+    combined.insert(merged_summary_path(single_trace_path(dir, format)));
+  }
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (trace::parse_process_output_name(name) || kCombined.count(name)) std::filesystem::remove(entry.path());
+    if (trace::parse_process_output_name(entry.path().filename().string()) || combined.count(entry.path()))
+      std::filesystem::remove(entry.path());
   }
 }
 
@@ -168,9 +182,9 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
 
   if (outcome.processes.size() == 1) {
     ProfiledProcess& p = outcome.processes.front();
-    const std::filesystem::path trace =
-        launch.out_dir / (p.trace.extension() == ".gz" ? "trace.json.gz" : "trace.json");
-    const std::filesystem::path summary = launch.out_dir / "summary.json";
+    const std::filesystem::path trace = single_trace_path(
+        launch.out_dir, p.trace.extension() == ".gz" ? trace::TraceFormat::json_gz : trace::TraceFormat::json);
+    const std::filesystem::path summary = merged_summary_path(trace);
     std::filesystem::rename(p.trace, trace);
     std::filesystem::rename(p.summary, summary);
     p.trace = trace;
@@ -246,7 +260,7 @@ int profile_command(const ProfileRequest& r) {
     const std::filesystem::path dir = outcome.processes.front().trace.parent_path();
     std::cerr << fmt::format("attnprof profile: one trace with a process track per rank and GPU: attnprof merge {} "
                              "--out {}\n",
-                             dir.string(), (dir / "trace-merged.json").string());
+                             dir.string(), (dir / kMergedTraceName).string());
   }
   return outcome.exit_code;
 }

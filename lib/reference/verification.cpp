@@ -383,6 +383,12 @@ Verification verify_attention(const AttentionProblem& p, std::uint64_t seed, con
   const ReferenceRows ref = reference_rows(p, seed, got.rows, options.interrupted, options.threads);
   double diff_sq = 0, ref_sq = 0, max_abs = 0, lse_max = options.compare_lse ? 0.0 : -1.0, worst_row = 0;
   std::int64_t first_unmasked_zero_row = -1, worst_row_index = -1;
+  // Raises `largest` to `error`, a NaN counting as infinite (max() would skip it); true if raised.
+  const auto raise_to = [](double& largest, double error) {
+    if (error <= largest) return false;
+    largest = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
+    return true;
+  };
   for (std::size_t n = 0; n < n_rows; ++n) {
     if (ref.done[n] == 0) continue;
     const bool sees_no_key = std::isinf(ref.lse[n]);
@@ -399,11 +405,7 @@ Verification verify_attention(const AttentionProblem& p, std::uint64_t seed, con
     diff_sq += row_diff_sq;
     ref_sq += row_ref_sq;
     if (row_ref_sq > 0) {
-      const double row_error = std::sqrt(row_diff_sq / row_ref_sq);
-      if (!(row_error <= worst_row)) {
-        worst_row = std::isnan(row_error) ? std::numeric_limits<double>::infinity() : row_error;
-        worst_row_index = got.rows[n];
-      }
+      if (raise_to(worst_row, std::sqrt(row_diff_sq / row_ref_sq))) worst_row_index = got.rows[n];
     }
     if (options.compare_lse) {
       // A NaN (the poison: never written) is an infinite error; a row that sees no key says -inf.
@@ -411,7 +413,7 @@ Verification verify_attention(const AttentionProblem& p, std::uint64_t seed, con
                                               ? 0.0
                                               : std::numeric_limits<double>::infinity())
                                        : std::abs(static_cast<double>(got.lse[n]) - ref.lse[n]);
-      if (!(error <= lse_max)) lse_max = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
+      raise_to(lse_max, error);
     }
   }
   result.rows_checked = ref.rows_done;

@@ -77,13 +77,13 @@ class ScopedTag {
   ActivityCollector& collector_;
 };
 
-// After an error, is the CUDA context still usable? Sticky errors (illegal address, launch
-// failure) poison every later call; then the rest of the sweep cannot run.
 // A case's reason with one more cause after it: the first failure stays the first thing said.
 std::string join_reasons(const std::string& reason, const std::string& more) {
   return reason.empty() ? more : reason + "; " + more;
 }
 
+// After an error, is the CUDA context still usable? Sticky errors (illegal address, launch
+// failure) poison every later call; then the rest of the sweep cannot run.
 std::optional<std::string> context_error() {
   cudaError_t status = cudaDeviceSynchronize();
   if (status == cudaSuccess) {

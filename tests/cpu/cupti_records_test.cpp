@@ -160,17 +160,24 @@ TEST(CuptiRecords, RuntimeAndDriverCallsAreNamedWithoutTheirVersion) {
   EXPECT_EQ(state.batch.api_calls[1].domain, trace::ApiDomain::driver);
 }
 
-TEST(CuptiRecords, MarkerStartAndEndBecomeOneRange) {
-  RecordConversion state;
+// The start record of NVTX range `id`, pushed on `thread` of `process`.
+CUpti_ActivityMarker2 marker_start(std::uint32_t id, std::uint64_t timestamp, const char* name, std::uint32_t thread,
+                                   std::uint32_t process) {
   auto start = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
   start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
-  start.id = 3;
-  start.timestamp = 1'000;
-  start.name = "iter 2";
+  start.id = id;
+  start.timestamp = timestamp;
+  start.name = name;
   start.domain = "";
   start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-  start.objectId.pt.threadId = 77;
-  start.objectId.pt.processId = 4242;
+  start.objectId.pt.threadId = thread;
+  start.objectId.pt.processId = process;
+  return start;
+}
+
+TEST(CuptiRecords, MarkerStartAndEndBecomeOneRange) {
+  RecordConversion state;
+  const auto start = marker_start(3, 1'000, "iter 2", 77, 4242);
   auto end = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
   end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
   end.id = 3;
@@ -193,15 +200,7 @@ TEST(CuptiRecords, MarkerStartAndEndBecomeOneRange) {
 
 TEST(CuptiRecords, ARangeStillOpenAtTheLastDrainEndsThere) {
   RecordConversion state;
-  auto start = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
-  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
-  start.id = 5;
-  start.timestamp = 2'000;
-  start.name = "train step";
-  start.domain = "";
-  start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-  start.objectId.pt.threadId = 9;
-  start.objectId.pt.processId = 31;
+  const auto start = marker_start(5, 2'000, "train step", 9, 31);
   convert_record(as_activity(&start), state);
   ASSERT_TRUE(state.batch.annotations.empty());
   close_open_markers(state, 50'000);

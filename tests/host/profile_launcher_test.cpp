@@ -130,12 +130,15 @@ TEST(ProfileLauncher, AnInheritedIgnoredSigchldStillLetsItWaitForTheCommand) {
 TEST(ProfileLauncher, AnEarlierProfilesCombinedOutputsAreRemoved) {
   const std::filesystem::path out = fresh_dir("stale_combined");
   std::filesystem::create_directories(out);
-  for (const char* name : {"trace.json", "summary.json", "trace-merged.json"}) std::ofstream(out / name) << "{}";
+  // summary-merged.json: what `merge --out trace-merged.json` writes beside its trace.
+  for (const char* name : {"trace.json", "summary.json", "trace-merged.json", "summary-merged.json"})
+    std::ofstream(out / name) << "{}";
   std::ofstream(out / "notes.txt") << "the user's";
   ASSERT_EQ(profile_program(shell("exit 0", out)).exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(out / "trace.json"));
   EXPECT_FALSE(std::filesystem::exists(out / "summary.json"));
   EXPECT_FALSE(std::filesystem::exists(out / "trace-merged.json"));
+  EXPECT_FALSE(std::filesystem::exists(out / "summary-merged.json"));
   EXPECT_TRUE(std::filesystem::exists(out / "notes.txt"));
 }
 
@@ -184,15 +187,20 @@ TEST(ProfileLauncher, OneProcessesOutputBecomesTraceAndSummary) {
   EXPECT_FALSE(std::filesystem::exists(out / "summary-pid1.json"));
 }
 
-TEST(ProfileLauncher, SeveralProcessesKeepTheirTracesAndShareOneSummary) {
-  const std::filesystem::path out = fresh_dir("several");
-  std::filesystem::create_directories(out);
+// A launch whose command copies in what the injection would have written for several processes:
+// for each (suffix, label), summary-<suffix> with one case of that label and trace-<suffix>.
+ProfileLaunch writing_outputs(const std::filesystem::path& out,
+                              const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::filesystem::create_directories(out / "stash");
+  for (const auto& [suffix, label] : outputs) write_fake_output(out / "stash", suffix, label);
   ProfileLaunch launch = shell("", out);
   launch.command = {"/bin/sh", "-c", "cp \"$0\"/stash/* \"$ATTNPROF_PROFILE_DIR\"/", out.string()};
-  std::filesystem::create_directories(out / "stash");
-  write_fake_output(out / "stash", "rank1-pid300.json", "b");
-  write_fake_output(out / "stash", "rank0-pid200.json", "a");
-  const ProfileOutcome o = profile_program(launch);
+  return launch;
+}
+
+TEST(ProfileLauncher, SeveralProcessesKeepTheirTracesAndShareOneSummary) {
+  const std::filesystem::path out = fresh_dir("several");
+  const ProfileOutcome o = profile_program(writing_outputs(out, {{"rank1-pid300.json", "b"}, {"rank0-pid200.json", "a"}}));
   ASSERT_EQ(o.processes.size(), 2u);
   EXPECT_EQ(o.processes[0].rank, 0);
   EXPECT_FALSE(o.trace);
@@ -207,14 +215,9 @@ TEST(ProfileLauncher, SeveralProcessesKeepTheirTracesAndShareOneSummary) {
 
 // A child inherits RANK: two processes of one rank keep distinct case labels through their pids.
 TEST(ProfileLauncher, ProcessesThatShareARankAreToldApartByTheirPids) {
-  const std::filesystem::path out = fresh_dir("shared_rank");
-  std::filesystem::create_directories(out);
-  ProfileLaunch launch = shell("", out);
-  launch.command = {"/bin/sh", "-c", "cp \"$0\"/stash/* \"$ATTNPROF_PROFILE_DIR\"/", out.string()};
-  std::filesystem::create_directories(out / "stash");
-  write_fake_output(out / "stash", "rank0-pid200.json", "sdpa flash");
-  write_fake_output(out / "stash", "rank0-pid201.json", "sdpa flash");
-  write_fake_output(out / "stash", "rank1-pid300.json", "sdpa flash");
+  const ProfileLaunch launch = writing_outputs(fresh_dir("shared_rank"), {{"rank0-pid200.json", "sdpa flash"},
+                                                                          {"rank0-pid201.json", "sdpa flash"},
+                                                                          {"rank1-pid300.json", "sdpa flash"}});
   const RunSummary combined = load_summary(profile_program(launch).summary.value().string());
   std::set<std::string> labels;
   for (const CaseSummary& c : combined.cases) labels.insert(c.label);
