@@ -2,7 +2,8 @@
 # A/B of attnprof binaries on flash:hopper in one device call (the machine drifts between calls):
 # carry/attnprof_a.xz (the previous version) against build/app/attnprof (b), and
 # carry/attnprof_c.xz (c) when present, two rounds each, interleaved, with our cudnn in every
-# round. One line per run: the median kernel time (us) of each case of the config, in its order.
+# round. One line per run: the median kernel time (us) of each case of the config, in its order,
+# and the cases whose status is not ok (a failed verification among them).
 # Usage (device, after tests/gpu/unpack_build.sh):
 #   tests/gpu/ab_hopper.sh [config]
 set -uo pipefail
@@ -17,7 +18,9 @@ run() {  # name binary backend
   python3 - "$OUT/$1/summary.json" "$1" <<'PY'
 import json, sys
 cases = json.load(open(sys.argv[1]))["cases"]
-print(f"{sys.argv[2]:<8}", " ".join(f'{c.get("timing", {}).get("median_us", 0):8.1f}' for c in cases))
+bad = [f'{i}:{c.get("status")}' for i, c in enumerate(cases) if c.get("status") != "ok"]
+print(f"{sys.argv[2]:<8}", " ".join(f'{c.get("timing", {}).get("median_us", 0):8.1f}' for c in cases),
+      f"  not ok: {' '.join(bad)}" if bad else "")
 PY
 }
 python3 - "$CONFIG" <<'PY'

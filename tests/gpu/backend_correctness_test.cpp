@@ -104,6 +104,35 @@ TEST_P(BackendCorrectness, MatchesFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendCorrectness, testing::ValuesIn(all_cases()), test_name);
 
+// flash:hopper's persistent grid with more work tiles than SMs: every block walks several tiles
+// and crosses their boundaries (with 176-key tiles its pipeline runs across them), including
+// work tiles of a single key tile (seq_kv <= 176) and odd lengths; the 128-key kernels too.
+std::vector<CorrectnessCase> persistent_cases() {
+  struct Spec {
+    AttentionShape shape;
+    DType dtype;
+    bool causal;
+  };
+  const std::vector<Spec> specs = {
+      {{4, 8, 2049, 333, 128}, DType::bf16, false},  // 544 work tiles of 2 key tiles
+      {{2, 4, 4001, 100, 128}, DType::bf16, false},  // 256 work tiles of one key tile
+      {{3, 8, 1025, 1001, 128}, DType::fp16, false},  // 216 work tiles of 6 key tiles
+      {{4, 8, 2049, 333, 64}, DType::bf16, false},   // 128-key tiles
+      {{4, 8, 2049, 333, 128}, DType::bf16, true},   // 128-key tiles under a band
+  };
+  std::vector<CorrectnessCase> cases;
+  for (const Spec& spec : specs) {
+    AttentionProblem p;
+    p.shape = spec.shape;
+    p.dtype = spec.dtype;
+    p.causal = spec.causal;
+    cases.push_back({"flash:hopper", p});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Persistent, BackendCorrectness, testing::ValuesIn(persistent_cases()), test_name);
+
 // ---------------------------------------------------------------------------------------------
 // Workloads: GQA/MQA, windows, mask alignment.
 

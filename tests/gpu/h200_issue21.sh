@@ -25,7 +25,7 @@ PY
 case "${1:-tests}" in
   tests)
     echo "=== correctness ($(date +%T))"
-    timeout 90 "$B/tests/gpu_backend_correctness_test" --gtest_filter='*hopper*' > "$OUT/correct.log" 2>&1
+    timeout 240 "$B/tests/gpu_backend_correctness_test" --gtest_filter='*hopper*' > "$OUT/correct.log" 2>&1
     echo "rc=$?"
     grep -E "^\[  (PASSED|FAILED) *\]|^\[  FAILED  \]" "$OUT/correct.log" | head -12
     echo "ran: $(grep -c 'flash:hopper.*rel.err' "$OUT/correct.log") flash:hopper cases checked"
