@@ -148,6 +148,16 @@ std::size_t DocumentReader::read_plain(char* out, std::size_t size) {
   return produced;
 }
 
+bool DocumentReader::skip_zero_padding() {
+  do {
+    const auto* begin = input_data_ + input_pos_;
+    const auto* end = input_data_ + input_end_;
+    if (std::find_if(begin, end, [](unsigned char b) { return b != 0; }) != end) return false;
+    input_pos_ = input_end_;
+  } while (fill_input());
+  return true;
+}
+
 std::size_t DocumentReader::read_inflated(char* out, std::size_t size) {
   Inflater& z = *inflater_;
   z_stream& s = z.stream;
@@ -168,6 +178,11 @@ std::size_t DocumentReader::read_inflated(char* out, std::size_t size) {
         const int status = inflateEnd(&s);
         if (status != Z_OK) return stop(zlib_failure("inflateEnd", status, s));
         break;
+      }
+      // Zero bytes to the end (a tape or block device's padding) end the data, as gzip(1) reads it.
+      if (rest.front() == '\0') {
+        if (!skip_zero_padding()) return stop("corrupt gzip data: bytes that are not gzip follow the compressed stream");
+        continue;
       }
       if (!starts_like_gzip(rest)) return stop("corrupt gzip data: bytes that are not gzip follow the compressed stream");
       const int status = inflateReset(&s);

@@ -62,6 +62,9 @@ class DocumentReader {
   std::size_t read_inflated(char* out, std::size_t size);
   // Reads more of the file after the input not yet consumed; false at the end of the file.
   bool fill_input();
+  // Consumes the rest of the input if it is all zero bytes (true), else leaves a non-zero byte
+  // behind (false).
+  bool skip_zero_padding();
   [[noreturn]] void fail(std::string reason) const;
 
   struct CloseFile {

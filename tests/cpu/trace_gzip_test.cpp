@@ -241,6 +241,14 @@ TEST(DocumentFile, ReadErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_THAT(error_of(dir / "bad_crc.json.gz"), HasSubstr("corrupt gzip data: inflate() returned Z_DATA_ERROR (incorrect data check)"));
   write_bytes(dir / "trailing.json.gz", gz + "not gzip");
   EXPECT_THAT(error_of(dir / "trailing.json.gz"), HasSubstr("bytes that are not gzip follow the compressed stream"));
+  // Zero padding to the end is not data (gzip -t accepts it), whatever its length against the
+  // reader's buffer; a non-zero byte after zeros is still an error.
+  for (const std::size_t zeros : {std::size_t{1}, std::size_t{4096}, std::size_t{3} << 20}) {
+    write_bytes(dir / "padded.json.gz", gz + std::string(zeros, '\0'));
+    EXPECT_EQ(read_file_text(dir / "padded.json.gz"), text) << zeros << " zero bytes";
+  }
+  write_bytes(dir / "padded_then_data.json.gz", gz + std::string((std::size_t{1} << 20) + 7, '\0') + "x");
+  EXPECT_THAT(error_of(dir / "padded_then_data.json.gz"), HasSubstr("bytes that are not gzip follow the compressed stream"));
 }
 
 // ---- a run's trace in both formats --------------------------------------------------------------
