@@ -75,7 +75,13 @@ void throw_cublas_error(cublasStatus_t status, const char* call, const char* fil
 CublasHandle::CublasHandle() {
   CUBLAS_CHECK(cublas().cublasCreate(&handle_));
   // PyTorch's default: fp32 products stay fp32 (no TF32 tensor cores).
-  CUBLAS_CHECK(cublas().cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+  const cublasStatus_t status = cublas().cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    // The destructor does not run for a constructor that throws.
+    cublas().cublasDestroy(handle_);
+    handle_ = nullptr;
+    throw_cublas_error(status, "cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH)", __FILE__, __LINE__);
+  }
 }
 
 CublasHandle::~CublasHandle() {

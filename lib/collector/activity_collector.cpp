@@ -81,15 +81,15 @@ void disable_runtime_queries() {
 ActivityCollector::ActivityCollector(CollectorOptions options) : options_(options) {
   if (g_active != nullptr) throw std::logic_error("only one ActivityCollector may be active");
   if (options_.buffer_bytes < 1024) options_.buffer_bytes = 1024;
-  if (options_.zeroed_buffers)
-    for (std::size_t i = 0; i < kReadyBuffers; ++i) {
-      auto* buffer = static_cast<std::uint8_t*>(::operator new(options_.buffer_bytes, std::align_val_t(kAlign)));
-      std::memset(buffer, 0, options_.buffer_bytes);
-      ready_buffers_.push_back(buffer);
-    }
-  g_active = this;
-  if (options_.record_nvtx) route_nvtx_to_cupti();
   try {
+    if (options_.zeroed_buffers)
+      for (std::size_t i = 0; i < kReadyBuffers; ++i) {
+        auto* buffer = static_cast<std::uint8_t*>(::operator new(options_.buffer_bytes, std::align_val_t(kAlign)));
+        std::memset(buffer, 0, options_.buffer_bytes);
+        ready_buffers_.push_back(buffer);
+      }
+    g_active = this;
+    if (options_.record_nvtx) route_nvtx_to_cupti();
     if (options_.per_thread_buffers) {
       std::size_t size = sizeof(std::uint8_t);
       std::uint8_t value = *options_.per_thread_buffers ? 1 : 0;
@@ -114,22 +114,28 @@ ActivityCollector::ActivityCollector(CollectorOptions options) : options_(option
     if (options_.record_nvtx) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
     if (options_.record_overhead) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD));
   } catch (...) {
-    g_active = nullptr;
+    // No destructor runs for a constructor that throws: turn off what was turned on, free the buffers.
+    shut_down();
     throw;
   }
 }
 
-ActivityCollector::~ActivityCollector() {
+ActivityCollector::~ActivityCollector() { shut_down(); }
+
+void ActivityCollector::shut_down() noexcept {
   // Flush what is left so CUPTI returns every buffer while this object can still take it.
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind kind :
-       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-        CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD})
-    cuptiActivityDisable(kind);
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  g_active = nullptr;
+  if (g_active == this) {
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    for (CUpti_ActivityKind kind :
+         {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+          CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+          CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD})
+      cuptiActivityDisable(kind);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    g_active = nullptr;
+  }
   for (std::uint8_t* buffer : ready_buffers_) ::operator delete(buffer, std::align_val_t(kAlign));
+  ready_buffers_.clear();
 }
 
 std::uint64_t ActivityCollector::now_ns() {

@@ -49,6 +49,10 @@ class ActivityCollector {
   bool on_buffer_completed(std::uint8_t* buffer, std::size_t valid_size);
 
  private:
+  // What the destructor does, also for a constructor that fails part-way: CUPTI's activity kinds
+  // off (after a last flush) and the ready buffers freed.
+  void shut_down() noexcept;
+
   CollectorOptions options_;
   mutable std::mutex mutex_;     // guards conversion_: CUPTI's thread converts, drain() takes
   RecordConversion conversion_;
