@@ -60,10 +60,13 @@ ChildSignalForwarding::~ChildSignalForwarding() {
 }
 
 void ChildSignalForwarding::add(pid_t child) {
-  if (static_cast<std::size_t>(g_child_count) >= kMaxChildren)
-    throw std::length_error(fmt::format("at most {} child processes", kMaxChildren));
-  g_children[static_cast<std::size_t>(g_child_count)] = child;
-  g_child_count = g_child_count + 1;
+  // A removed child's slot is taken again first: over a run, children may come and go by the hundred.
+  // The handler reads a slot as 0 or as the new pid, both of which it handles.
+  std::size_t slot = 0;
+  while (slot < static_cast<std::size_t>(g_child_count) && g_children[slot] != 0) ++slot;
+  if (slot >= kMaxChildren) throw std::length_error(fmt::format("at most {} child processes", kMaxChildren));
+  g_children[slot] = child;
+  if (slot == static_cast<std::size_t>(g_child_count)) g_child_count = g_child_count + 1;
   if (const sig_atomic_t pending = g_pending_signal; pending != 0) kill(child, static_cast<int>(pending));
 }
 

@@ -34,7 +34,7 @@ class ChildSignalForwarding {
   ChildSignalForwarding(const ChildSignalForwarding&) = delete;
   ChildSignalForwarding& operator=(const ChildSignalForwarding&) = delete;
 
-  void add(pid_t child);     // throws std::length_error past kMaxChildren
+  void add(pid_t child);     // throws std::length_error past kMaxChildren running at once
   void remove(pid_t child);  // once it has ended: its pid may be reused
 
  private:
