@@ -136,11 +136,16 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(trace::kTraceFormatNames));
   profile_cmd->add_option("--format,-f", profile.format, "table, md, csv or json")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  profile_cmd->add_option("--grace", profile.grace_seconds,
+                          "seconds to wait, once the command has ended, for the processes it left running (default 10)")
+      ->check(CLI::Range(0.0, 1e6));
   profile_cmd->add_option("command", profile.command, "the program and its arguments, after --");
   profile_cmd->prefix_command();
   profile_cmd->footer(
       "Exit code: the command's own (128+N when signal N ended it); 2 for a usage error.\n"
-      "SIGINT/SIGTERM sent to attnprof are passed on to the command, which writes its profile before it ends.");
+      "SIGINT/SIGTERM sent to attnprof are passed on to the command, which writes its profile before it ends.\n"
+      "Processes the command leaves running (a launcher's workers) are waited for, up to --grace seconds, and\n"
+      "signals sent to attnprof meanwhile are passed on to them; their exit codes are not the command's.");
 
   MergeRequest merge;
   CLI::App* merge_cmd = app.add_subcommand("merge", "merge per-rank traces into one trace with a track per rank");

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands/merge.hpp"
@@ -131,6 +132,13 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
 
   const std::vector<std::string> env = child_environment(launch, launch.progress);
   ProfileOutcome outcome;
+  // A launcher (torchrun, a multiprocessing pool) that dies first leaves its workers writing their
+  // profiles: as a subreaper, attnprof gets them as children and can wait for them.
+  const ChildSubreaper subreaper;
+  if (subreaper.error() != 0)
+    say(launch.progress, fmt::format("prctl(PR_SET_CHILD_SUBREAPER) failed: {}; processes the command leaves running "
+                                     "when it ends are not waited for, and their profiles may be missing",
+                                     std::strerror(subreaper.error())));
   ChildSignalForwarding forwarding;  // installed before the spawn, so no signal falls between
   pid_t child = 0;
   const int spawn_error = spawn_with_default_signals(launch.command, &env, child);
@@ -144,6 +152,18 @@ ProfileOutcome profile_program(const ProfileLaunch& given) {
   forwarding.remove(child);
   outcome.exit_code = exit.exit_code;
   outcome.signal = exit.signal;
+  const AdoptedDescendants descendants = wait_for_adopted_descendants(launch.descendant_grace, forwarding);
+  outcome.descendants_waited_for = descendants.waited_for;
+  outcome.descendants_still_running.assign(descendants.still_running.begin(), descendants.still_running.end());
+  if (!descendants.still_running.empty()) {
+    say(launch.progress, fmt::format("{} orphaned process(es) of the command still run after {:g} s (pid {}); "
+                                     "gathering what there is: their profiles may be missing or cut short",
+                                     descendants.still_running.size(),
+                                     std::chrono::duration<double>(launch.descendant_grace).count(),
+                                     fmt::join(descendants.still_running, ", ")));
+  } else if (descendants.waited_for > 0) {
+    say(launch.progress, fmt::format("waited for {} orphaned process(es) of the command", descendants.waited_for));
+  }
 
   // What each process that used CUDA wrote.
   for (const auto& entry : std::filesystem::directory_iterator(launch.out_dir)) {
@@ -230,6 +250,9 @@ int profile_command(const ProfileRequest& r) {
     throw UsageError("profile: no command to run; usage: attnprof profile [--out DIR] -- <command> [args...]");
   launch.inject_library = find_inject_library();
   launch.trace_format = trace::parse_trace_format(r.trace_format).value_or(trace::TraceFormat::json);
+  if (!(r.grace_seconds >= 0 && r.grace_seconds <= 1e6))
+    throw UsageError(fmt::format("profile: --grace takes seconds from 0 to 1e6, not {}", r.grace_seconds));
+  launch.descendant_grace = std::chrono::milliseconds(static_cast<std::int64_t>(r.grace_seconds * 1000));
   const ProfileOutcome outcome = profile_program(launch);
 
   if (outcome.signal) std::cerr << fmt::format("attnprof profile: the command was ended by signal {}\n", *outcome.signal);

@@ -1,11 +1,13 @@
 // `attnprof profile -- <command...>`: any CUDA program under the same collector as `run`. This
 // side starts the command with the injection library in its environment (CUDA_INJECTION64_PATH,
-// NVTX_INJECTION64_PATH, ATTNPROF_PROFILE_DIR), passes SIGINT/SIGTERM sent to attnprof on, waits,
-// and gathers what each process that used CUDA wrote. The other side, inside each profiled
-// process, is inject/injection.cpp (the driver loads it there; it links no CUDA runtime, so it
-// cannot live here). Nothing here touches CUDA: host tests drive it with plain programs.
+// NVTX_INJECTION64_PATH, ATTNPROF_PROFILE_DIR), passes SIGINT/SIGTERM sent to attnprof on, waits
+// for it and for the processes it leaves running, and gathers what each process that used CUDA
+// wrote. The other side, inside each profiled process, is inject/injection.cpp (the driver loads
+// it there; it links no CUDA runtime, so it cannot live here). Nothing here touches CUDA: host
+// tests drive it with plain programs.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +24,7 @@ struct ProfileRequest {
   std::string out_dir;              // empty: traces/profile-<UTC time>
   std::string trace_format = "json";
   std::string format = "table";
+  double grace_seconds = 10;  // ProfileLaunch::descendant_grace
   std::vector<std::string> command;
 };
 
@@ -33,6 +36,10 @@ struct ProfileLaunch {
   std::filesystem::path inject_library;  // libattnprof_inject.so (absolute after launch)
   trace::TraceFormat trace_format = trace::TraceFormat::json;  // how each process writes its trace
   std::FILE* progress = stderr;          // one line per notable step; nullptr for none
+  // How long, once the command has ended, to wait for the processes it left running (a launcher's
+  // workers orphaned when it died): each writes its profile when it ends. Those still running
+  // after it are named, and what there is gathered.
+  std::chrono::milliseconds descendant_grace{10'000};
 };
 
 struct ProfiledProcess {
@@ -45,6 +52,10 @@ struct ProfiledProcess {
 struct ProfileOutcome {
   int exit_code = 0;                 // the command's: its exit status, or 128 + the signal that ended it
   std::optional<int> signal;         // the signal that ended it, if one did
+  // Processes of the command left running when it ended (re-parented to attnprof): how many were
+  // waited for, and those still running when descendant_grace ran out. Not in the exit code.
+  std::size_t descendants_waited_for = 0;
+  std::vector<std::uint32_t> descendants_still_running;
   std::vector<ProfiledProcess> processes;  // what each process that ran GPU work wrote
   // Processes that initialised CUDA but launched nothing on a GPU (torch.compile's workers):
   // listed once, never cases.

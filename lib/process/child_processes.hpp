@@ -1,9 +1,10 @@
 // The child processes `profile` and `run --devices` start: signals sent to attnprof itself go
-// on to them, and how each one ended.
+// on to them, and how each one ended; for `profile`, also the descendants they leave running.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,12 +35,41 @@ class ChildSignalForwarding {
   ChildSignalForwarding(const ChildSignalForwarding&) = delete;
   ChildSignalForwarding& operator=(const ChildSignalForwarding&) = delete;
 
-  void add(pid_t child);     // throws std::length_error past kMaxChildren
+  void add(pid_t child);     // throws std::length_error past kMaxChildren running at once
   void remove(pid_t child);  // once it has ended: its pid may be reused
 
  private:
   ScopedSignalHandlers handlers_;
 };
+
+// While alive, this process is a child subreaper (prctl PR_SET_CHILD_SUBREAPER): a descendant
+// orphaned meanwhile (a launcher's worker after the launcher died) is re-parented to it instead of
+// to init, so that it can be waited for. The previous setting comes back after it.
+class ChildSubreaper {
+ public:
+  ChildSubreaper();
+  ~ChildSubreaper();
+  ChildSubreaper(const ChildSubreaper&) = delete;
+  ChildSubreaper& operator=(const ChildSubreaper&) = delete;
+
+  int error() const { return error_; }  // 0, or the errno of the prctl that failed (nothing changed then)
+
+ private:
+  int previous_ = 0;
+  int error_ = 0;
+};
+
+// The processes re-parented to this one that wait_for_adopted_descendants saw.
+struct AdoptedDescendants {
+  std::size_t waited_for = 0;        // ended while it waited (or before)
+  std::vector<pid_t> still_running;  // when the grace period ran out, ascending
+};
+
+// Waits for every remaining child of this process, which, once the direct children have been
+// waited for, are the descendants re-parented to it: polls until none is left or `grace` has
+// passed. Each one found running is added to `forwarding`, so a signal sent to attnprof
+// meanwhile reaches it too. Reaps any child of the process: call it after the direct ones.
+AdoptedDescendants wait_for_adopted_descendants(std::chrono::milliseconds grace, ChildSignalForwarding& forwarding);
 
 // Waits for one child, retrying when a signal interrupts the wait.
 ChildExit wait_for_child(pid_t child);

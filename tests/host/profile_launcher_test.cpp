@@ -1,16 +1,20 @@
 // `attnprof profile`'s launcher with plain (non-CUDA) programs: the environment the command gets,
-// its exit code or signal passed back, signals sent to attnprof passed on, and the per-process
-// outputs gathered (renamed for one process, combined for several).
+// its exit code or signal passed back, signals sent to attnprof passed on, the processes it leaves
+// running waited for, and the per-process outputs gathered (renamed for one process, combined for
+// several).
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -211,6 +215,45 @@ TEST(ProfileLauncher, SeveralProcessesKeepTheirTracesAndShareOneSummary) {
   EXPECT_EQ(combined.cases[1].label, "[rank 1] b");
   EXPECT_EQ(combined.capture.records, 20u);
   EXPECT_TRUE(std::filesystem::exists(out / "trace-rank1-pid300.json"));
+}
+
+// A launcher's worker orphaned when the launcher died writes its profile after the command ended:
+// attnprof waits for it before gathering.
+TEST(ProfileLauncher, AProcessTheCommandLeavesRunningIsWaitedForAndGathered) {
+  ProfileLaunch launch = writing_outputs(fresh_dir("orphan"), {{"pid4242.json", "late worker"}});
+  // The shell exits at once, its background process writes the outputs half a second later.
+  launch.command[2] = "(sleep 0.5; cp \"$0\"/stash/* \"$ATTNPROF_PROFILE_DIR\"/) >/dev/null 2>&1 & exit 4";
+  const ProfileOutcome o = profile_program(launch);
+  EXPECT_EQ(o.exit_code, 4);  // the command's, not the worker's
+  ASSERT_EQ(o.processes.size(), 1u);
+  ASSERT_TRUE(o.summary);
+  EXPECT_EQ(load_summary(o.summary->string()).cases.at(0).label, "late worker");
+}
+
+TEST(ProfileLauncher, ProcessesStillRunningAfterTheGracePeriodAreNamed) {
+  const std::filesystem::path out = fresh_dir("grace");
+  ProfileLaunch launch =
+      shell("sleep 20 >/dev/null 2>&1 & echo $! > \"$ATTNPROF_PROFILE_DIR/sleeper.pid\"; exit 0", out);
+  launch.descendant_grace = std::chrono::milliseconds(300);
+  std::FILE* progress = std::tmpfile();
+  ASSERT_NE(progress, nullptr);
+  launch.progress = progress;
+  const auto start = std::chrono::steady_clock::now();
+  const ProfileOutcome o = profile_program(launch);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  const pid_t sleeper = static_cast<pid_t>(std::stol(read_text(out / "sleeper.pid")));
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_GE(waited, std::chrono::milliseconds(250));
+  EXPECT_LT(waited, std::chrono::seconds(20));  // generous: the bound, not its precision
+  EXPECT_EQ(o.descendants_still_running, std::vector<std::uint32_t>{static_cast<std::uint32_t>(sleeper)});
+  std::rewind(progress);
+  std::string said;
+  for (int c = std::fgetc(progress); c != EOF; c = std::fgetc(progress)) said += static_cast<char>(c);
+  std::fclose(progress);
+  EXPECT_NE(said.find(fmt::format("still run after 0.3 s (pid {})", sleeper)), std::string::npos) << said;
+  // Not left for a later test to reap.
+  ASSERT_EQ(kill(sleeper, SIGKILL), 0);
+  EXPECT_EQ(waitpid(sleeper, nullptr, 0), sleeper);
 }
 
 // A child inherits RANK: two processes of one rank keep distinct case labels through their pids.
