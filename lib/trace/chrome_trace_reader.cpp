@@ -42,8 +42,8 @@ enum class ArgField {
   correlation, device, context, stream, cbid, return_value, registers_per_thread, shared_memory,
   static_shared_memory, dynamic_shared_memory, local_memory_per_thread, shared_memory_config, bytes, value,
   grid, block, cluster, carveout, achieved_occupancy,
-  copy_kind, launch_api, case_index, iteration, phase, case_label, backend, name, dram_throughput, dram_bandwidth,
-  tensor_pipe,
+  copy_kind, launch_api, case_index, iteration, phase, case_label, backend, name, labels, dram_throughput,
+  dram_bandwidth, tensor_pipe,
 };
 
 // The arg names by length, so a look-up compares a handful of names and hashes nothing.
@@ -78,6 +78,7 @@ class ArgFieldTable {
         {"case", ArgField::case_label},
         {"backend", ArgField::backend},
         {"name", ArgField::name},
+        {"labels", ArgField::labels},
         {"dram throughput %", ArgField::dram_throughput},
         {"dram bandwidth (GB/s)", ArgField::dram_bandwidth},
         {"tensor pipe active %", ArgField::tensor_pipe},
@@ -217,6 +218,10 @@ void read_args(JsonPullParser& p, TraceEventArgs& a) {
         if (p.last() == JsonToken::string) a.metadata_name = p.text();
         else p.skip_value();
         break;
+      case ArgField::labels:
+        if (p.last() == JsonToken::string) a.metadata_labels = p.text();
+        else p.skip_value();
+        break;
     }
   }
 }
@@ -281,7 +286,7 @@ void TraceEventArgs::clear() {
                                    &dram_throughput_percent, &dram_gb_per_second, &tensor_pipe_percent})
     v->reset();
   for (ReusableText* v : {&copy_kind, &launch_api, &phase, &case_label,
-                          &backend, &metadata_name})
+                          &backend, &metadata_name, &metadata_labels})
     v->reset();
 }
 

@@ -58,7 +58,8 @@ struct TraceEventArgs {
   ReusableText copy_kind, launch_api;
   std::optional<std::int64_t> case_index, iteration;
   ReusableText phase, case_label, backend;
-  ReusableText metadata_name;  // args.name of an "M" event
+  ReusableText metadata_name;    // args.name of an "M" event
+  ReusableText metadata_labels;  // args.labels of an "M" event (Kineto's process_labels: "GPU 0")
 
   // Everything unset again; the text fields keep their storage. (Lists every field: add new ones.)
   void clear();

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 
@@ -18,6 +19,70 @@ namespace {
 
 // Thrown from the reader's callback to stop after the head of a trace.
 struct HeadComplete {};
+
+// Kineto's process_labels (a comma-separated list) name a GPU process "GPU <d>".
+bool labels_name_a_gpu(std::string_view labels) {
+  while (!labels.empty()) {
+    const std::size_t comma = labels.find(',');
+    std::string_view label = labels.substr(0, comma);
+    labels = comma == std::string_view::npos ? std::string_view() : labels.substr(comma + 1);
+    while (!label.empty() && label.front() == ' ') label.remove_prefix(1);
+    while (!label.empty() && label.back() == ' ') label.remove_suffix(1);
+    if (label.size() > 4 && label.starts_with("GPU ") &&
+        std::all_of(label.begin() + 4, label.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return true;
+  }
+  return false;
+}
+
+bool is_device_pid(std::uint64_t pid, const std::vector<DeviceProperties>& devices) {
+  return std::any_of(devices.begin(), devices.end(),
+                     [&](const DeviceProperties& d) { return d.id >= 0 && static_cast<std::uint64_t>(d.id) == pid; });
+}
+
+struct NamedProcess {
+  std::uint64_t pid = 0;
+  std::string name;
+};
+
+// What a trace's events say of its processes: the names its "M" events give, which are GPUs
+// (ours are named "GPU <d>: <name>"; Kineto's have the host program's name and the label
+// "GPU <d>"), and which called the CUDA API.
+class TraceProcesses {
+ public:
+  void take(const TraceEvent& e) {
+    if (e.ph != "M") {
+      if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") api_callers_.insert(e.pid);
+    } else if (e.name == "process_name" && e.args.metadata_name) {
+      if (named_pids_.insert(e.pid).second) named_.push_back({e.pid, *e.args.metadata_name});
+    } else if (e.name == "process_labels" && e.args.metadata_labels && labels_name_a_gpu(*e.args.metadata_labels)) {
+      gpus_.insert(e.pid);
+    }
+  }
+
+  // The first named process that is no GPU, preferring one that called the CUDA API (Kineto
+  // names its CUPTI overhead process before the host), then one whose pid is no device's
+  // (Kineto's GPU pids are the device ordinals, named like the host: labels may be missing).
+  const NamedProcess* host(const std::vector<DeviceProperties>& devices) const {
+    const NamedProcess* best = nullptr;
+    int best_score = -1;
+    for (const NamedProcess& p : named_) {
+      if (p.name.starts_with("GPU ") || gpus_.count(p.pid) > 0) continue;
+      const int score = (api_callers_.count(p.pid) > 0 ? 2 : 0) + (is_device_pid(p.pid, devices) ? 0 : 1);
+      if (score > best_score) {
+        best = &p;
+        best_score = score;
+      }
+    }
+    return best;
+  }
+
+ private:
+  std::vector<NamedProcess> named_;  // in the order first named
+  std::set<std::uint64_t> named_pids_;
+  std::set<std::uint64_t> gpus_;
+  std::set<std::uint64_t> api_callers_;
+};
 
 // Linux pids stay below 2^22 (pid_max); a fresh pid above 2^30 can be neither a process's nor a GPU's.
 constexpr std::uint32_t kFreshPidBase = 1u << 30;
@@ -109,7 +174,8 @@ std::string labelled(const std::string& label, const std::string& name) {
 TraceHead read_trace_head(const std::filesystem::path& path) {
   TraceHead head;
   head.path = path;
-  std::set<std::uint64_t> gpu_pids;
+  TraceProcesses processes;
+  bool past_leading_metadata = false;  // from here on, only what names the host is looked at
   auto take_document = [&](const TraceDocument& doc) {
     head.base_time_ns = doc.base_time_ns;
     head.devices = doc.devices;
@@ -117,19 +183,20 @@ TraceHead read_trace_head(const std::filesystem::path& path) {
   };
   try {
     const TraceDocument doc = read_chrome_trace(path, [&](const TraceEvent& e, const TraceDocument& so_far) {
-      if (e.ph != "M") {
-        take_document(so_far);
-        throw HeadComplete{};
-      }
-      // Our writer names the host process first; GPU processes are named "GPU <d>...".
-      if (e.name == "process_name" && e.args.metadata_name && !head.host_process &&
-          e.args.metadata_name->rfind("GPU ", 0) != 0) {
-        head.host_process = static_cast<std::uint32_t>(e.pid);
-        head.host_process_name = *e.args.metadata_name;
-      }
+      processes.take(e);
+      if (e.ph == "M" || past_leading_metadata) return;
+      past_leading_metadata = true;
+      take_document(so_far);
+      // Our writer names the host before any event; Kineto names its processes after all of them.
+      const NamedProcess* host = processes.host(so_far.devices);
+      if (host && !is_device_pid(host->pid, so_far.devices)) throw HeadComplete{};
     });
-    take_document(doc);
+    if (!past_leading_metadata) take_document(doc);
   } catch (const HeadComplete&) {
+  }
+  if (const NamedProcess* host = processes.host(head.devices)) {
+    head.host_process = static_cast<std::uint32_t>(host->pid);
+    head.host_process_name = host->name;
   }
   return head;
 }

@@ -33,7 +33,8 @@
 namespace attnprof::trace {
 
 // What the start of a trace says about the process that wrote it: the header values before
-// traceEvents, and the first host process named by its leading "M" events (ours come first).
+// traceEvents, and its host process as its "M" events name it (ours lead the events, Kineto's
+// follow them all).
 struct TraceHead {
   std::filesystem::path path;
   std::optional<std::uint64_t> base_time_ns;
@@ -43,7 +44,8 @@ struct TraceHead {
   std::string host_process_name;
 };
 
-// Reads only the head of the trace, plain or gzip (stops at its first event that is not "M").
+// Reads the head of the trace, plain or gzip: up to its first event that is not "M" when the
+// leading "M" events name the host, otherwise on through the rest of its "M" events.
 TraceHead read_trace_head(const std::filesystem::path& path);
 
 // GPU pids of the input in slot s are s * kGpuPidsPerSlot + device.

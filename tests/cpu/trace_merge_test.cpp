@@ -1,6 +1,7 @@
-// `attnprof merge` on crafted inputs: torch.profiler (Kineto) ranks whose ids and threads repeat,
-// flows of other categories, and a merge that fails part way. A merged trace must still report
-// each rank's own numbers.
+// `attnprof merge` on crafted inputs: torch.profiler (Kineto) ranks whose ids and threads repeat
+// and whose processes are named after their events, flows of other categories, and a merge that
+// fails part way. A merged trace must still report each rank's own numbers and names.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -101,6 +102,115 @@ TEST(TraceMerge, KinetoRanksKeepTheirOwnLaunchesAndRanges) {
   const std::set<std::int64_t>& a = correlations_by_pid.begin()->second;
   const std::set<std::int64_t>& b = correlations_by_pid.rbegin()->second;
   for (std::int64_t c : a) EXPECT_EQ(b.count(c), 0u) << "correlation " << c << " in both inputs";
+}
+
+// The process_name events of `path`'s trace: pid -> name.
+std::map<std::uint64_t, std::string> process_names(const std::filesystem::path& path) {
+  std::map<std::uint64_t, std::string> names;
+  trace::read_chrome_trace(path, [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.ph == "M" && e.name == "process_name") names[e.pid] = e.args.metadata_name.value_or("");
+  });
+  return names;
+}
+
+// Kineto puts its metadata after the events: the head still names the host by it (pid 4321,
+// "python3"), not the GPU process of the same name that carries the label "GPU 0".
+TEST(TraceMerge, TheHeadOfAKinetoTraceNamesItsHostFromTheMetadataAtTheEnd) {
+  const trace::TraceHead head = trace::read_trace_head(std::filesystem::path(ATTNPROF_GOLDEN_DIR) / "kineto_small_trace.json");
+  EXPECT_EQ(head.host_process, 4321u);
+  EXPECT_EQ(head.host_process_name, "python3");
+  EXPECT_EQ(head.base_time_ns, 1764700000000000000u);
+  ASSERT_EQ(head.devices.size(), 1u);
+  EXPECT_EQ(head.devices[0].name, "NVIDIA H200");
+}
+
+// Which process is the host does not depend on where the metadata stands: GPU processes named
+// first are told apart by their "GPU n" label (here with no deviceProperties to go by), or
+// without labels by their pid being a device's.
+TEST(TraceMerge, KinetoGpuProcessesNamedFirstAreNotTheHost) {
+  const std::filesystem::path dir = fresh_dir("kineto_gpu_first");
+  auto gpu_metadata_first = [](bool labels) {
+    nlohmann::json doc = kineto_small_trace();
+    if (labels) doc.erase("deviceProperties");
+    nlohmann::json events = nlohmann::json::array(), host_metadata = nlohmann::json::array();
+    for (nlohmann::json& e : doc["traceEvents"]) {
+      if (e["ph"] != "M") events.push_back(e);
+      else if (e["pid"] == 4321) host_metadata.push_back(e);
+      else if (labels || e["name"] != "process_labels") events.insert(events.begin(), e);
+    }
+    for (nlohmann::json& e : host_metadata) events.push_back(e);
+    doc["traceEvents"] = events;
+    return doc;
+  };
+  std::ofstream(dir / "labelled.json") << gpu_metadata_first(true).dump();
+  std::ofstream(dir / "unlabelled.json") << gpu_metadata_first(false).dump();
+  for (const char* name : {"labelled.json", "unlabelled.json"}) {
+    const trace::TraceHead head = trace::read_trace_head(dir / name);
+    EXPECT_EQ(head.host_process, 4321u) << name;
+    EXPECT_EQ(head.host_process_name, "python3") << name;
+  }
+}
+
+// Kineto names its CUPTI overhead process (pid -1) as it meets overhead records, before the host;
+// the host is the process that called the CUDA API.
+TEST(TraceMerge, KinetosOverheadProcessIsNotTheHost) {
+  const std::filesystem::path dir = fresh_dir("kineto_overhead");
+  nlohmann::json doc = kineto_small_trace();
+  nlohmann::json& events = doc["traceEvents"];
+  const nlohmann::json overhead = {{"name", "process_name"}, {"ph", "M"}, {"ts", 1764700000000100.0}, {"pid", -1},
+                                   {"tid", 0}, {"args", {{"name", "CUPTI Overhead"}}}};
+  events.insert(std::find_if(events.begin(), events.end(), [](const nlohmann::json& e) { return e["ph"] == "M"; }),
+                overhead);
+  std::ofstream(dir / "trace.json") << doc.dump();
+  const trace::TraceHead head = trace::read_trace_head(dir / "trace.json");
+  EXPECT_EQ(head.host_process, 4321u);
+  EXPECT_EQ(head.host_process_name, "python3");
+}
+
+// Our own traces name the host before any event: the head is read no further (here the rest of
+// the document is not even JSON).
+TEST(TraceMerge, AHostNamedUpFrontEndsTheHead) {
+  const std::filesystem::path dir = fresh_dir("named_up_front");
+  std::ofstream(dir / "trace.json") << R"json({"baseTimeNanoseconds": 1000, "traceEvents": [
+    {"ph": "M", "name": "process_name", "pid": 4242, "args": {"name": "attnprof run (pid 4242)"}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2},
+    this is not JSON)json";
+  const trace::TraceHead head = trace::read_trace_head(dir / "trace.json");
+  EXPECT_EQ(head.host_process, 4242u);
+  EXPECT_EQ(head.host_process_name, "attnprof run (pid 4242)");
+  EXPECT_EQ(head.base_time_ns, 1000u);
+}
+
+// A Kineto trace without a rank is labelled by its host's pid, as ours are.
+TEST(TraceMerge, AKinetoTraceWithoutARankIsLabelledByItsPid) {
+  const std::filesystem::path dir = fresh_dir("kineto_no_rank");
+  nlohmann::json doc = kineto_small_trace();
+  doc.erase("distributedInfo");
+  std::ofstream(dir / "worker.json") << doc.dump();
+  const std::vector<trace::MergeInput> inputs = trace::plan_rank_merge({trace::read_trace_head(dir / "worker.json")});
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(inputs[0].label, "pid 4321");
+}
+
+// The merged trace names each rank's host process as its own trace does, and keeps its pid
+// where no other input has it (it was "rank 0 / process 0" on a fresh pid).
+TEST(TraceMerge, KinetoRanksKeepTheirHostProcessNames) {
+  const std::filesystem::path dir = fresh_dir("kineto_names");
+  std::ofstream(dir / "trace-rank0.json") << kineto_rank(0, 1).dump();
+  std::ofstream(dir / "trace-rank1.json") << kineto_rank(1, 3).dump();
+  const trace::MergeResult result = merge({dir / "trace-rank0.json", dir / "trace-rank1.json"}, dir / "merged.json");
+
+  ASSERT_EQ(result.inputs.size(), 2u);
+  EXPECT_EQ(result.inputs[0].host_pid, 4321u);
+  EXPECT_EQ(result.inputs[0].original_host_pid, 4321u);
+  EXPECT_EQ(result.inputs[1].original_host_pid, 4321u);
+  const std::uint32_t rank1_host = result.inputs[1].host_pid;  // 4321 is rank 0's: a fresh one
+  EXPECT_NE(rank1_host, 4321u);
+  EXPECT_EQ(process_names(dir / "merged.json"), (std::map<std::uint64_t, std::string>{
+                                                    {0, "rank 0 / GPU 0: NVIDIA H200"},
+                                                    {1000, "rank 1 / GPU 0: NVIDIA H200"},
+                                                    {4321, "rank 0 / python3"},
+                                                    {rank1_host, "rank 1 / python3"}}));
 }
 
 // Kineto writes fwdbwd flows between cpu_op events, which a merge does not carry: copied as ac2g
