@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # A/B of attnprof binaries on flash:hopper in one device call (the machine drifts between calls):
-# carry/attnprof_a.xz (the previous version) against build/app/attnprof (b), and
-# carry/attnprof_c.xz (c) when present, two rounds each, interleaved, with our cudnn in every
-# round. One line per run: the median kernel time (us) of each case of the config, in its order,
-# and the cases whose status is not ok (a failed verification among them).
+# carry/attnprof_a.xz (the previous version) against build/app/attnprof (b), and every other
+# carry/attnprof_<x>.xz (c, d, ...) present, ROUNDS rounds (2 by default), interleaved, with our
+# cudnn in every round. One line per run: the median kernel time (us) of each case of the config,
+# in its order, and the cases whose status is not ok (a failed verification among them).
 # Usage (device, after tests/gpu/unpack_build.sh):
-#   tests/gpu/ab_hopper.sh [config]
+#   [ROUNDS=n] tests/gpu/ab_hopper.sh [config]
 set -uo pipefail
 OUT=${OUT:-/tmp/attnprof-ab}
 CONFIG=${1:-configs/perf_h200.json}
 mkdir -p "$OUT"
-xz -dc carry/attnprof_a.xz > "$OUT/attnprof_a" && chmod +x "$OUT/attnprof_a"
-rm -f "$OUT/attnprof_c"
-[ -f carry/attnprof_c.xz ] && xz -dc carry/attnprof_c.xz > "$OUT/attnprof_c" && chmod +x "$OUT/attnprof_c"
+others=()
+for packed in carry/attnprof_*.xz; do
+  x=$(basename "$packed" .xz)
+  x=${x#attnprof_}
+  xz -dc "$packed" > "$OUT/attnprof_$x" && chmod +x "$OUT/attnprof_$x"
+  [ "$x" != a ] && others+=("$x")
+done
 run() {  # name binary backend
   timeout 150 "$2" run --config "$CONFIG" --backends "$3" --out "$OUT/$1" --quiet > "$OUT/$1.txt" 2>&1 || echo "$1: exit $?"
   python3 - "$OUT/$1/summary.json" "$1" <<'PY'
@@ -29,9 +33,9 @@ c = json.load(open(sys.argv[1]))
 print("cases:", ", ".join(f'{s["batch"]}x{s["heads"]}x{s["seq_q"]}x{s["seq_kv"]}x{s["head_dim"]} {m}'
                           for s in c["shapes"] for m in ("nc" if not x else "c" for x in c.get("causal", [False]))))
 PY
-for round in 1 2; do
+for round in $(seq "${ROUNDS:-2}"); do
   run "a$round" "$OUT/attnprof_a" flash:hopper
   run "b$round" build/app/attnprof flash:hopper
-  [ -x "$OUT/attnprof_c" ] && run "c$round" "$OUT/attnprof_c" flash:hopper
+  for x in "${others[@]}"; do run "$x$round" "$OUT/attnprof_$x" flash:hopper; done
   run "cudnn$round" build/app/attnprof cudnn
 done
