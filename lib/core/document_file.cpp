@@ -180,11 +180,10 @@ std::size_t DocumentReader::read_inflated(char* out, std::size_t size) {
         break;
       }
       // Zero bytes to the end (a tape or block device's padding) end the data, as gzip(1) reads it.
-      if (rest.front() == '\0') {
-        if (!skip_zero_padding()) return stop("corrupt gzip data: bytes that are not gzip follow the compressed stream");
-        continue;
-      }
-      if (!starts_like_gzip(rest)) return stop("corrupt gzip data: bytes that are not gzip follow the compressed stream");
+      const bool padding = rest.front() == '\0';
+      if (padding ? !skip_zero_padding() : !starts_like_gzip(rest))
+        return stop("corrupt gzip data: bytes that are not gzip follow the compressed stream");
+      if (padding) continue;  // the input is used up: the member_ended branch finishes
       const int status = inflateReset(&s);
       if (status != Z_OK) return stop(zlib_failure("inflateReset", status, s));
       z.member_ended = false;

@@ -9,13 +9,12 @@
 #include <chrono>
 #include <climits>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "core/document_file.hpp"
 #include "process/child_processes.hpp"
 #include "process/spawn.hpp"
 
@@ -27,13 +26,6 @@ std::filesystem::path fresh_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // `script` run by /bin/sh with the directory as $0, as `profile` runs its command: spawned, then
@@ -64,7 +56,7 @@ TEST(ChildProcesses, AGrandchildTheCommandLeavesRunningIsWaitedFor) {
   const Profiled p = run_leaving_descendants("(sleep 0.5; echo written > \"$0/late.txt\") >/dev/null 2>&1 & exit 3",
                                              dir, std::chrono::seconds(30), forwarding);
   EXPECT_EQ(p.exit.exit_code, 3);  // the command's own, not its descendants'
-  EXPECT_EQ(read_text(dir / "late.txt"), "written\n");
+  EXPECT_EQ(read_file_text(dir / "late.txt"), "written\n");
   EXPECT_GE(p.descendants.waited_for, 1u);
   EXPECT_TRUE(p.descendants.still_running.empty());
 }
@@ -78,7 +70,7 @@ TEST(ChildProcesses, DescendantsStillRunningAfterTheGracePeriodAreNamed) {
   const Profiled p = run_leaving_descendants("sleep 20 >/dev/null 2>&1 & echo $! > \"$0/pid\"; exit 0", dir,
                                              std::chrono::milliseconds(300), forwarding);
   const auto waited = std::chrono::steady_clock::now() - start;
-  const pid_t sleeper = static_cast<pid_t>(std::stol(read_text(dir / "pid")));
+  const pid_t sleeper = static_cast<pid_t>(std::stol(read_file_text(dir / "pid")));
   EXPECT_GE(waited, std::chrono::milliseconds(250));
   EXPECT_LT(waited, std::chrono::seconds(20));  // generous: the bound, not its precision
   EXPECT_EQ(p.descendants.still_running, std::vector<pid_t>{sleeper});
