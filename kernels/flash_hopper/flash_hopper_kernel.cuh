@@ -114,6 +114,37 @@ struct Barriers {
   __device__ uint32_t empty_q() const { return base + 8 * (1 + 4 * Traits::kStages); }
 };
 
+// A developer's timeline (the CMake option ATTNPROF_HOPPER_TIMELINE; never in the shipped
+// kernel): one thread of each warpgroup appends (clock64 << 8 | event) to its block's log, and the
+// launch writes the logs of the last launch to $ATTNPROF_HOPPER_TIMELINE (flash_hopper_launch.cuh).
+enum TimelineEvent : int {
+  kTileStart = 1, kQReady, kTurnWait, kTurnGranted, kKReady, kSIssued, kSDone, kVReady, kPvDone, kEpilogueDone,
+  kProduceK, kProduceV, kProduceQ, kSoftmaxDone
+};
+#ifdef ATTNPROF_HOPPER_TIMELINE
+constexpr int kTimelineEvents = 4096;
+constexpr int kTimelineBlocks = 160;
+static __device__ unsigned long long g_timeline[kTimelineBlocks * 3 * kTimelineEvents];
+static __device__ int g_timeline_count[kTimelineBlocks * 3];
+struct Timeline {
+  int log = -1;  // -1: this thread does not record
+  int n = 0;
+  __device__ void operator()(int event) {
+    if (log < 0 || n >= kTimelineEvents) return;
+    g_timeline[log * kTimelineEvents + n++] = (static_cast<unsigned long long>(clock64()) << 8) | event;
+  }
+  __device__ void finish() const {
+    if (log >= 0) g_timeline_count[log] = n;
+  }
+};
+#else
+struct Timeline {
+  int log = -1;
+  __device__ void operator()(int) {}
+  __device__ void finish() const {}
+};
+#endif
+
 // One query tile of the grid: its coordinates and the key tiles its rows see.
 struct WorkTile {
   int m_block;
@@ -163,6 +194,7 @@ __device__ __forceinline__ int persistent_tile(int k, int block, int blocks, int
 struct Progress {
   int ring = 0;
   int q_round = 0;
+  Timeline timeline;
 };
 
 // The producer: one thread issues every TMA load of the block, for one work tile (`next`, when
@@ -174,7 +206,8 @@ __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t ba
   const int bh_kv = w.batch * p.heads_kv + w.head / p.group_size;
   // Key tile n of K or V into ring slot s, once the consumers have emptied it.
   auto load_tile = [&](int offset, const CUtensorMap* map, uint32_t empty, uint32_t full, int s, uint32_t phase, int n) {
-    mbarrier_wait(empty, phase ^ 1);
+    mbarrier_wait_sleep(empty, phase ^ 1);
+    progress.timeline(offset == Traits::kOffK ? kProduceK : kProduceV);
     mbarrier_arrive_expect_tx(full, Traits::kTileBytes);
 #pragma unroll
     for (int a = 0; a < Traits::kAtoms; ++a)
@@ -188,7 +221,8 @@ __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t ba
     if (n == w.keys.begin) {
       // Q after the first K tile, whose slot is usually free earlier: the Q slot is free once both
       // consumers have finished the last S of the previous work tile.
-      mbarrier_wait(bars.empty_q(), (progress.q_round & 1) ^ 1);
+      mbarrier_wait_sleep(bars.empty_q(), (progress.q_round & 1) ^ 1);
+      progress.timeline(kProduceQ);
       mbarrier_arrive_expect_tx(bars.full_q(), Traits::kQBytes);
 #pragma unroll
       for (int a = 0; a < Traits::kAtoms; ++a)
@@ -219,10 +253,12 @@ struct ConsumerSteps {
 
   // S = Q K^T, issued (the caller commits and waits).
   __device__ static void issue_s(float (&s_acc)[kSAcc], uint32_t q_base, uint32_t k_base) {
+    const uint64_t desc_q0 = smem_descriptor(q_base, 16, 1024);
+    const uint64_t desc_k0 = smem_descriptor(k_base, 16, 1024);
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      const uint64_t desc_q = smem_descriptor(q_base + (kk / 4) * Traits::kAtomBytesQ + (kk % 4) * 32, 16, 1024);
-      const uint64_t desc_k = smem_descriptor(k_base + (kk / 4) * Traits::kAtomBytesKV + (kk % 4) * 32, 16, 1024);
+      const uint64_t desc_q = advance_descriptor(desc_q0, (kk / 4) * Traits::kAtomBytesQ + (kk % 4) * 32);
+      const uint64_t desc_k = advance_descriptor(desc_k0, (kk / 4) * Traits::kAtomBytesKV + (kk % 4) * 32);
       if constexpr (Traits::kBlockN == 176)
         Wgmma<Element>::ss_m64n176k16(s_acc, desc_q, desc_k, kk > 0 ? 1 : 0);
       else
@@ -233,10 +269,11 @@ struct ConsumerSteps {
   // O += P V over the first `steps` k16 steps of keys (all by default), issued.
   __device__ static void issue_pv(float (&o)[kOAcc], const uint32_t (&pa)[kPSteps][4], uint32_t v_base,
                                   int steps = kPSteps) {
+    const uint64_t desc_v0 = smem_descriptor(v_base, Traits::kAtomBytesKV, 1024);
 #pragma unroll
     for (int kk = 0; kk < kPSteps; ++kk) {
       if (kk >= steps) break;
-      const uint64_t desc_v = smem_descriptor(v_base + kk * 16 * 128, Traits::kAtomBytesKV, 1024);
+      const uint64_t desc_v = advance_descriptor(desc_v0, kk * 16 * 128);
       if constexpr (kHeadDim == 128)
         Wgmma<Element>::rs_m64n128k16(o, pa[kk], desc_v, 1);
       else
@@ -343,22 +380,30 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
   float row_sum[2] = {0.f, 0.f};
   float correction[2];
 
+  Timeline& event = progress.timeline;
+  event(kTileStart);
   if (tiles.begin < tiles.end) {
     const uint32_t q_base = base + consumer * Traits::kWarpgroupRows * 128;
     float s_acc[Steps::kSAcc];
     uint32_t pa[Steps::kPSteps][4];
     mbarrier_wait(bars.full_q(), progress.q_round & 1);
+    event(kQReady);
     ++progress.q_round;
     // Key tile 0: S alone.
     int i = progress.ring;
+    event(kTurnWait);
     wait_turn(consumer);
+    event(kTurnGranted);
     mbarrier_wait(bars.full_k(slot(i)), phase(i));
+    event(kKReady);
     wgmma_fence();
     Steps::issue_s(s_acc, q_base, k_slot(i));
     wgmma_commit();
     pass_turn(consumer);
+    event(kSIssued);
     wgmma_wait<0>();
     fence_registers(s_acc);
+    event(kSDone);
     release(bars.empty_k(slot(i)));
     if (tiles.end - tiles.begin == 1) release(bars.empty_q());
     Steps::mask(s_acc, p, tiles, tiles.begin, row0, col0);
@@ -367,31 +412,42 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     ++i;
     for (int n = tiles.begin + 1; n < tiles.end; ++n, ++i) {
       // S of key tile i and PV of tile i - 1 go to the tensor cores together.
+      event(kTurnWait);
       wait_turn(consumer);
+      event(kTurnGranted);
       mbarrier_wait(bars.full_k(slot(i)), phase(i));
+      event(kKReady);
       wgmma_fence();
       Steps::issue_s(s_acc, q_base, k_slot(i));
       wgmma_commit();
       mbarrier_wait(bars.full_v(slot(i - 1)), phase(i - 1));
+      event(kVReady);
       Steps::issue_pv(o, pa, v_slot(i - 1));
       wgmma_commit();
       pass_turn(consumer);
+      event(kSIssued);
       wgmma_wait<1>();  // S done; PV may still run
       fence_registers(s_acc);
+      event(kSDone);
       release(bars.empty_k(slot(i)));
       if (n == tiles.end - 1) release(bars.empty_q());
       Steps::mask(s_acc, p, tiles, n, row0, col0);
       Steps::softmax(s_acc, row_max, row_sum, correction, p.scale_log2);
+      event(kSoftmaxDone);
       wgmma_wait<0>();
       fence_registers(o);
       fence_registers(pa);
+      event(kPvDone);
       release(bars.empty_v(slot(i - 1)));
       Steps::rescale(o, correction);
       Steps::convert(s_acc, pa);
     }
     // PV of the last key tile.
+    event(kTurnWait);
     wait_turn(consumer);
+    event(kTurnGranted);
     mbarrier_wait(bars.full_v(slot(i - 1)), phase(i - 1));
+    event(kVReady);
     wgmma_fence();
     // Only the k16 steps up to the warpgroup's last visible key (none when it lies before this
     // tile): past it P is 0 (the tail of seq_kv, the upper warpgroup on the causal diagonal).
@@ -399,8 +455,10 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     Steps::issue_pv(o, pa, v_slot(i - 1), last_steps);
     wgmma_commit();
     pass_turn(consumer);  // turns run on across work tiles: each consumer takes tiles + 1 per tile
+    event(kSIssued);
     wgmma_wait<0>();
     fence_registers(o);
+    event(kPvDone);
     release(bars.empty_v(slot(i - 1)));
     progress.ring = i;
   }
@@ -424,6 +482,7 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
       *reinterpret_cast<uint32_t*>(out_row + 8 * j) =
           pack2<Element>(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
   }
+  event(kEpilogueDone);
 }
 
 // Persistent: one block per SM walks its work tiles (persistent_tile); the next tile's first K/V
@@ -455,6 +514,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
   __syncthreads();
 
   Progress progress;
+#ifdef ATTNPROF_HOPPER_TIMELINE
+  if (blockIdx.x < kTimelineBlocks && threadIdx.x % 128 == 0)
+    progress.timeline.log = static_cast<int>(blockIdx.x) * 3 + static_cast<int>(threadIdx.x / 128);
+#endif
   // Broadcast from lane 0 so that the compiler sees it warp-uniform (the last PV branches on it).
   const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   if (warpgroup == 0) {
@@ -469,6 +532,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
         const WorkTile next = work_tile<Traits>(p, t_next >= 0 ? t_next : t, m_blocks);
         if (w.keys.begin < w.keys.end) produce<Traits>(p, base, bars, w, next, t_next >= 0, progress);
       }
+      progress.timeline.finish();
     }
     return;
   }
@@ -478,6 +542,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
   for (int k = 0, t = tile_at(0); t >= 0; t = tile_at(++k))
     consume<Traits>(p, base, bars, work_tile<Traits>(p, t, m_blocks), progress, warpgroup - 1);
   if (warpgroup == 1) wait_turn(0);
+  progress.timeline.finish();
 #endif
 }
 

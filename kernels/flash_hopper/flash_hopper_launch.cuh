@@ -4,6 +4,12 @@
 
 #include <cuda_runtime.h>
 
+#ifdef ATTNPROF_HOPPER_TIMELINE
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#endif
+
 #include "common/element_type.cuh"
 #include "flash_hopper/flash_hopper_instances.hpp"
 #include "flash_hopper/flash_hopper_kernel.cuh"
@@ -46,6 +52,38 @@ void FlashHopperForward<kDType, kHeadDim>::launch(const hopper::HopperKernelPara
     using Traits = decltype(traits);
     hopper::flash_hopper_fwd_kernel<Traits>
         <<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
+#ifdef ATTNPROF_HOPPER_TIMELINE
+    // The developer's timeline (see flash_hopper_kernel.cuh): the logs of this launch, over the
+    // previous launch's, as int32 blocks, kBlockN, kTimelineEvents, then int32 counts[blocks * 3]
+    // and uint64 events[blocks * 3][kTimelineEvents].
+    if (const char* path = std::getenv("ATTNPROF_HOPPER_TIMELINE")) {
+      const int logged = blocks < hopper::kTimelineBlocks ? blocks : hopper::kTimelineBlocks;
+      std::vector<int> counts(static_cast<size_t>(logged) * 3);
+      std::vector<unsigned long long> events(counts.size() * hopper::kTimelineEvents);
+      auto check = [](cudaError_t status, const char* call) {
+        if (status == cudaSuccess) return;
+        std::fprintf(stderr, "flash:hopper timeline: %s failed: %s\n", call, cudaGetErrorString(status));
+        std::exit(3);
+      };
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      check(cudaMemcpyFromSymbol(counts.data(), hopper::g_timeline_count, counts.size() * sizeof(int)),
+            "cudaMemcpyFromSymbol(counts)");
+      check(cudaMemcpyFromSymbol(events.data(), hopper::g_timeline, events.size() * 8), "cudaMemcpyFromSymbol(events)");
+      std::FILE* f = std::fopen(path, "wb");
+      if (f == nullptr) {
+        std::fprintf(stderr, "flash:hopper timeline: cannot write %s\n", path);
+        std::exit(3);
+      }
+      const int header[3] = {logged, Traits::kBlockN, hopper::kTimelineEvents};
+      const bool written = std::fwrite(header, sizeof(int), 3, f) == 3 &&
+                           std::fwrite(counts.data(), sizeof(int), counts.size(), f) == counts.size() &&
+                           std::fwrite(events.data(), 8, events.size(), f) == events.size();
+      if (std::fclose(f) != 0 || !written) {
+        std::fprintf(stderr, "flash:hopper timeline: writing %s failed\n", path);
+        std::exit(3);
+      }
+    }
+#endif
   });
 }
 

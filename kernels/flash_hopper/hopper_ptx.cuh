@@ -49,6 +49,23 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
   } while (done == 0);
 }
 
+// The same, but a thread whose phase has not completed sleeps (up to `suspend_ns`, a hint) until
+// it does instead of returning at once: for waits that are often long (the producer's empty
+// slots), where polling takes issue slots from the consumer warps on the same sub-partition.
+__device__ __forceinline__ void mbarrier_wait_sleep(uint32_t bar, uint32_t parity) {
+  constexpr uint32_t kSuspendNs = 20000;
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity), "r"(kSuspendNs)
+        : "memory");
+  } while (done == 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // TMA
 
@@ -118,6 +135,10 @@ __device__ __forceinline__ uint64_t smem_descriptor(uint32_t address, uint32_t l
   desc |= static_cast<uint64_t>(1) << 62;  // 128-byte swizzle
   return desc;
 }
+
+// The descriptor of the tile `bytes` further on in shared memory: only the address field (bits
+// 0-13, the address / 16) changes, and a shared address below 256 KB never carries out of it.
+__device__ __forceinline__ uint64_t advance_descriptor(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 
 // ---------------------------------------------------------------------------------------------
 // Register reallocation between warpgroups (all threads of the warpgroup execute it).
