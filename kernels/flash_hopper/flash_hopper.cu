@@ -4,6 +4,7 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -107,6 +108,9 @@ void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, 
   p.q_map = encode("q", params.q, dtype, head_dim, params.seq_q, bh_q, Traits128::kBlockM);
   p.k_map = encode("k", params.k, dtype, head_dim, params.seq_kv, bh_kv, block_keys);
   p.v_map = encode("v", params.v, dtype, head_dim, params.seq_kv, bh_kv, block_keys);
+  // The epilogue stores 16 bytes at a time (and cudaMalloc's 256-byte alignment gives that).
+  if (reinterpret_cast<std::uintptr_t>(params.o) % 16 != 0)
+    throw std::runtime_error("flash:hopper: the output O is not 16-byte aligned");
   p.o = params.o;
   p.lse = params.lse;
   p.heads = params.heads;

@@ -340,6 +340,32 @@ struct ConsumerSteps {
   }
 };
 
+// The 4 x 4 transpose across a quad (lanes 4k .. 4k + 3): v[c] of lane q becomes v[q] of lane c.
+// Two exchanges of 2 x 2 blocks (partner q ^ 2, then q ^ 1), two shuffles each; every lane of the
+// warp takes part.
+__device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int lane) {
+  const bool high = lane & 2;  // lanes 2, 3 of the quad: send columns 0, 1 and take the partner's 2, 3
+  uint32_t r0 = __shfl_xor_sync(0xffffffffu, high ? v[0] : v[2], 2);
+  uint32_t r1 = __shfl_xor_sync(0xffffffffu, high ? v[1] : v[3], 2);
+  if (high) {
+    v[0] = r0;
+    v[1] = r1;
+  } else {
+    v[2] = r0;
+    v[3] = r1;
+  }
+  const bool odd = lane & 1;  // then within each 2 x 2 block, with the neighbour lane
+  r0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
+  r1 = __shfl_xor_sync(0xffffffffu, odd ? v[2] : v[3], 1);
+  if (odd) {
+    v[0] = r0;
+    v[2] = r1;
+  } else {
+    v[1] = r0;
+    v[3] = r1;
+  }
+}
+
 // Whose turn it is to issue GEMMs: named barrier 1 + consumer (0 is __syncthreads). The two
 // consumer warpgroups take turns, so that one's softmax runs under the other's GEMMs.
 __device__ __forceinline__ void wait_turn(int consumer) { named_barrier_sync(1 + consumer, 256); }
@@ -463,7 +489,8 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     progress.ring = i;
   }
 
-  // Epilogue: O / l straight from registers; the logsumexp (natural log) of each row.
+  // Epilogue: O / l straight from registers, 16 bytes per store; the logsumexp (natural log) of
+  // each row.
   const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + w.head;
   Element* out = static_cast<Element*>(p.o) + bh * p.seq_q * kHeadDim;
 #pragma unroll
@@ -473,14 +500,22 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inverse = sum > 0.f ? 1.f / sum : 0.f;
     const int row = row0 + 8 * h;
-    if (row >= p.seq_q) continue;
-    if (p.lse != nullptr && lane % 4 == 0)
+    if (p.lse != nullptr && lane % 4 == 0 && row < p.seq_q)
       p.lse[bh * p.seq_q + row] = sum > 0.f ? row_max[h] * p.scale + logf(sum) : -INFINITY;
-    Element* out_row = out + static_cast<int64_t>(row) * kHeadDim + col0;
+    Element* out_row = out + static_cast<int64_t>(row) * kHeadDim;
 #pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j)
-      *reinterpret_cast<uint32_t*>(out_row + 8 * j) =
-          pack2<Element>(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
+    for (int m = 0; m < kHeadDim / 32; ++m) {
+      // Columns 32m .. 32m + 31 of the row: the quad's threads each hold two of every eight;
+      // quad_transpose gives thread q the eight of columns 32m + 8q .. + 7, one 16-byte store.
+      uint32_t v[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int j = 4 * m + c;
+        v[c] = pack2<Element>(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
+      }
+      quad_transpose(v, lane);
+      if (row < p.seq_q) *reinterpret_cast<uint4*>(out_row + 32 * m + 8 * (lane % 4)) = make_uint4(v[0], v[1], v[2], v[3]);
+    }
   }
   event(kEpilogueDone);
 }
