@@ -514,7 +514,8 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
         v[c] = pack2<Element>(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
       }
       quad_transpose(v, lane);
-      if (row < p.seq_q) *reinterpret_cast<uint4*>(out_row + 32 * m + 8 * (lane % 4)) = make_uint4(v[0], v[1], v[2], v[3]);
+      if (row < p.seq_q)
+        *reinterpret_cast<uint4*>(out_row + 32 * m + 8 * (lane % 4)) = make_uint4(v[0], v[1], v[2], v[3]);
     }
   }
   event(kEpilogueDone);
