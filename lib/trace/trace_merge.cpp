@@ -149,7 +149,9 @@ class FlowIds {
 class CorrelationIds {
  public:
   // The id `id` of the current input becomes, or nullopt where it would pass 2^32 (left as is).
+  // 0 is CUPTI's "no correlation" (work no API call launched): it stays 0 in every input.
   std::optional<std::uint32_t> map(std::uint32_t id) {
+    if (id == 0) return 0;
     largest_ = std::max(largest_, id);
     const std::uint64_t moved = base_ + id;
     if (moved > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;

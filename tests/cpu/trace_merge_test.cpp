@@ -255,6 +255,29 @@ TEST(TraceMerge, ANegativeFirstTimestampKeepsTheInputRelative) {
   EXPECT_EQ(ts_by_what["X cuda_runtime"], 0.0);  // before the merged base: clamped, as every writer does
 }
 
+// Correlation 0 is CUPTI's "none" (work no API call launched): every input's stays 0 in the
+// merge, while its other ids move past the previous inputs'.
+TEST(TraceMerge, CorrelationZeroStaysNone) {
+  const std::filesystem::path dir = fresh_dir("correlation_zero");
+  const std::string trace = R"({"baseTimeNanoseconds": 1764700000000000000, "traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
+     "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "launched", "pid": 0, "tid": 7, "ts": 10, "dur": 2, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "gpu_memset", "name": "unlaunched", "pid": 0, "tid": 7, "ts": 20, "dur": 2,
+     "args": {"correlation": 0}}]})";
+  std::ofstream(dir / "a.json") << trace;
+  std::ofstream(dir / "b.json") << trace;
+  merge({dir / "a.json", dir / "b.json"}, dir / "merged.json");
+  std::multiset<std::int64_t> launched;
+  std::multiset<std::int64_t> unlaunched;
+  trace::read_chrome_trace(dir / "merged.json", [&](const trace::TraceEvent& e, const trace::TraceDocument&) {
+    if (e.name == "launched") launched.insert(*e.args.correlation);
+    if (e.cat == "gpu_memset") unlaunched.insert(*e.args.correlation);
+  });
+  EXPECT_EQ(unlaunched, (std::multiset<std::int64_t>{0, 0}));
+  EXPECT_EQ(launched, (std::multiset<std::int64_t>{5, 11}));  // the second input's ids past the first's largest
+}
+
 // Case indices come from the inputs: one near 2^31 must neither make the writer allocate a slot
 // for every index below it nor wrap around when the next input's cases follow it.
 std::string trace_with_case(std::int64_t case_index) {
