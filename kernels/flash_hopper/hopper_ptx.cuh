@@ -49,9 +49,10 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
   } while (done == 0);
 }
 
-// The same, but a thread whose phase has not completed sleeps (up to `suspend_ns`, a hint) until
-// it does instead of returning at once: for waits that are often long (the producer's empty
-// slots), where polling takes issue slots from the consumer warps on the same sub-partition.
+// The same, but a thread whose phase has not completed sleeps (up to kSuspendNs, a hint) until it
+// does instead of returning at once: for waits that are often long (the producer's empty slots),
+// where polling takes issue slots from the consumer warps on the same sub-partition (measured:
+// level to -0.6%, docs/perf/NOTES.md, session 34).
 __device__ __forceinline__ void mbarrier_wait_sleep(uint32_t bar, uint32_t parity) {
   constexpr uint32_t kSuspendNs = 20000;
   uint32_t done = 0;
