@@ -50,12 +50,18 @@ def turns(log):
     return tiles
 
 
+def turn_kind(j, turns_in_tile):
+    return "first" if j == 0 else "last" if j == turns_in_tile - 1 else "mid"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file")
     parser.add_argument("--clock-ghz", type=float, default=0.0, help="also print microseconds at this SM clock")
     args = parser.parse_args()
     blocks, block_n, logs = read(args.file)
+    # Each consumer's work tiles, by (block, consumer 1 or 2).
+    tiles_of = {(b, c): turns(logs[3 * b + c]) for b in range(blocks) for c in (1, 2)}
     rows = {}
 
     def add(key, value):
@@ -64,7 +70,7 @@ def main():
     tile_counts = []
     for b in range(blocks):
         for c in (1, 2):
-            tiles = turns(logs[3 * b + c])
+            tiles = tiles_of[b, c]
             tile_counts.append(len(tiles))
             for k, tile in enumerate(tiles):
                 ts = tile["turns"]
@@ -78,7 +84,7 @@ def main():
                     (tiles[k + 1]["turns"][0]["turn_wait"] - tile["epilogue_done"]) if k + 1 < len(tiles) and
                     tiles[k + 1]["turns"] else 0)
                 for j, tu in enumerate(ts):
-                    kind = "first" if j == 0 else "last" if j == len(ts) - 1 else "mid"
+                    kind = turn_kind(j, len(ts))
                     add(f"{kind}: turn wait", tu["turn_granted"] - tu["turn_wait"])
                     if "k_ready" in tu:
                         add(f"{kind}: K wait", tu["k_ready"] - tu["turn_granted"])
@@ -99,7 +105,7 @@ def main():
     for b in range(blocks):
         produced = [t for t, name in logs[3 * b] if name == "produce_q"]
         for c in (1, 2):
-            ready = [tile["q_ready"] for tile in turns(logs[3 * b + c]) if "q_ready" in tile]
+            ready = [tile["q_ready"] for tile in tiles_of[b, c] if "q_ready" in tile]
             for k, (t_issue, t_ready) in enumerate(zip(produced, ready)):
                 add("Q: producer issues -> consumer has it", t_ready - t_issue)
     # The other consumer's grant after this one's pass: the turn period seen from the tensor cores.
@@ -107,9 +113,9 @@ def main():
     for b in range(blocks):
         grants = []
         for c in (1, 2):
-            for k, tile in enumerate(turns(logs[3 * b + c])):
+            for tile in tiles_of[b, c]:
                 for j, tu in enumerate(tile["turns"]):
-                    kind = "first" if j == 0 else "last" if j == len(tile["turns"]) - 1 else "mid"
+                    kind = turn_kind(j, len(tile["turns"]))
                     grants.append((tu["turn_granted"], kind, c))
         grants.sort()
         for (t0, kind0, c0), (t1, kind1, c1) in zip(grants, grants[1:]):
