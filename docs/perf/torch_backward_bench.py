@@ -80,7 +80,7 @@ def print_comparison(summary_path, torch_tflops):
         if theirs is None:
             continue
         ours_us = c["timing"]["median_us"]
-        print(f'| {k} | {c["backend"]} | {ours_us:.1f} | {theirs[1]:.1f} | {theirs[1] / ours_us:.2f}x | '
+        print(f'| {k} | {c["backend"]} | {ours_us:.1f} | {theirs[1]:.1f} | {theirs[1] / ours_us:.3f}x | '
               f'{c["roofline"]["flops"] / ours_us / 1e6:.1f} |')
 
 

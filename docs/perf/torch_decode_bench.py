@@ -90,7 +90,7 @@ def print_comparison(summary_path, torch_gbps):
             for page in (16, 64):
                 pc = ours(backend, k, page)
                 paged.append(f'{pc["roofline"]["gbps"]:.0f} ({pc["roofline"]["gbps"] / gbps:.2f}x)' if pc and gbps else "-")
-            ratio = f"{gbps / best[0]:.2f}x" if gbps and best[0] else "-"
+            ratio = f"{gbps / best[0]:.3f}x" if gbps and best[0] else "-"
             print(f'| {k} | {best_text} | {backend} | {f"{gbps:.0f}" if gbps else "-"} | {ratio} | {" / ".join(paged)} |')
     for backend in backends:
         ragged = ours(backend, "4x32/8x4096x4096x128", ragged=True)
