@@ -20,7 +20,8 @@
 //   and takes any tail (0: none).
 // flash:hopper: the Hopper-native forward (kernels/flash_hopper: wgmma, TMA, a producer and two
 // consumer warpgroups, setmaxnreg) for dense batches on compute capability 9.0; bf16/fp16, head
-// dims 64 and 128, GQA, causal and windows in either alignment. No backward.
+// dims 64 and 128, GQA, causal and windows in either alignment. Decode problems (dense, ragged or
+// paged) take flash:fa2's split-KV decode path. No backward.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -178,6 +179,92 @@ kernels::FlashParams dense_flash_params(const AttentionProblem& problem, const A
   return params;
 }
 
+// The split-KV decode path (kernels/decode) both flash variants take for decode problems
+// (is_decode): the split count from the device's SMs and the kernel's blocks per SM, the
+// workspace of partial outputs, and the launch. `backend` names the caller in its messages.
+class SplitKvDecode {
+ public:
+  explicit SplitKvDecode(const char* backend) : backend_(backend) {}
+
+  // What the decode kernel refuses that the backend's other checks let through.
+  Unsupported check(const AttentionProblem& problem) const {
+    const AttentionShape& s = problem.shape;
+    if (s.paged() && s.page_size % kernels::kDecodeBlockKeys != 0)
+      return fmt::format("{} decode reads K/V in tiles of {} keys that must not cross a page: page_size must "
+                         "be a multiple of {} (got {})",
+                         backend_, kernels::kDecodeBlockKeys, kernels::kDecodeBlockKeys, s.page_size);
+    return std::nullopt;
+  }
+
+  void prepare(const AttentionProblem& problem) {
+    const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
+    auto found = blocks_per_sm_.find(key);
+    if (found == blocks_per_sm_.end()) {
+      int blocks_per_sm = 0;
+      CUDA_CHECK(kernels::decode_prepare(problem.dtype, problem.shape.head_dim, &blocks_per_sm));
+      found = blocks_per_sm_.emplace(key, blocks_per_sm).first;
+    }
+    if (sm_count_ == 0) {
+      int device = 0;
+      CUDA_CHECK(cudaGetDevice(&device));
+      CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+    }
+    kernels::DecodeSplitInputs in;
+    in.blocks = static_cast<long long>(problem.shape.batch) * problem.shape.kv_heads();
+    in.key_tiles = std::max(decode_key_tiles(problem), 1);
+    in.sm_count = sm_count_;
+    in.blocks_per_sm = found->second;
+    in.min_tiles_per_split = kernels::kDecodeWarps;
+    in.warps = kernels::kDecodeWarps;
+    in.max_splits = kernels::kDecodeMaxSplits;
+    splits_ = kernels::choose_decode_splits(in);
+    if (decode_splits_override() > 0) splits_ = std::min(decode_splits_override(), in.key_tiles);
+    if (splits_ > 1)
+      workspace_.reserve(static_cast<std::size_t>(kernels::decode_workspace_floats(problem.shape, splits_)) *
+                         sizeof(float));
+    problem_ = problem;
+  }
+
+  void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) {
+    if (!problem_ || !(*problem_ == problem))
+      throw std::logic_error(fmt::format("{}: run() of a decode problem before prepare() of that problem", backend_));
+    const AttentionShape& s = problem.shape;
+    kernels::DecodeParams params;
+    params.q = buffers.q;
+    params.k = buffers.k;
+    params.v = buffers.v;
+    params.o = buffers.o;
+    params.lse = buffers.lse;
+    bind_sequence_arrays(s, buffers, params);
+    params.batch = s.batch;
+    params.heads = s.heads;
+    params.heads_kv = s.kv_heads();
+    params.group_size = s.group_size();
+    params.seq_q = s.seq_q;
+    params.seq_kv = s.seq_kv;
+    params.page_size = s.page_size;
+    params.pages_per_sequence = s.pages_per_sequence();
+    params.scale = problem.softmax_scale();
+    params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
+    params.mask = mask_bounds(problem);
+    params.splits = splits_;
+    if (splits_ > 1) {
+      params.partial_o = workspace_.as<float>();
+      params.partial_lse = params.partial_o + static_cast<long long>(splits_) * s.batch * s.heads * s.seq_q * s.head_dim;
+    }
+    kernels::decode_forward(params, problem.dtype, s.head_dim, stream);
+    CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  const char* backend_;
+  std::map<std::pair<DType, int>, int> blocks_per_sm_;  // prepared instantiations
+  int sm_count_ = 0;
+  int splits_ = 1;
+  std::optional<AttentionProblem> problem_;
+  DeviceBuffer workspace_;  // split-KV partial O and logsumexp, grown in prepare()
+};
+
 class FlashBackend final : public AttentionBackend {
  public:
   Unsupported check_device(const DeviceProperties& device) const override {
@@ -188,14 +275,8 @@ class FlashBackend final : public AttentionBackend {
   }
 
   Unsupported check_problem(const AttentionProblem& problem) const override {
-    const AttentionShape& s = problem.shape;
     if (Unsupported why = fused_forward_unsupported("flash:fa2", problem)) return why;
-    if (s.paged() && s.page_size % kernels::kDecodeBlockKeys != 0) {
-      if (is_decode(problem))
-        return fmt::format("flash:fa2 decode reads K/V in tiles of {} keys that must not cross a page: page_size must "
-                           "be a multiple of {} (got {})",
-                           kernels::kDecodeBlockKeys, kernels::kDecodeBlockKeys, s.page_size);
-    }
+    if (is_decode(problem)) return decode_.check(problem);
     return std::nullopt;
   }
 
@@ -225,7 +306,7 @@ class FlashBackend final : public AttentionBackend {
   void prepare(const AttentionProblem& problem, cudaStream_t) override {
     if (problem.is_backward()) prepare_backward(problem);
     if (is_decode(problem)) {
-      prepare_decode(problem);
+      decode_.prepare(problem);
       return;
     }
     // One-time per instantiation: raise its dynamic shared-memory limit.
@@ -239,7 +320,7 @@ class FlashBackend final : public AttentionBackend {
 
   void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
     if (is_decode(problem)) {
-      run_decode(problem, buffers, stream);
+      decode_.run(problem, buffers, stream);
       return;
     }
     kernels::FlashParams params = dense_flash_params(problem, buffers);
@@ -290,78 +371,17 @@ class FlashBackend final : public AttentionBackend {
     CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
   }
 
-  // The split count (from the device's SMs and the kernel's blocks per SM) and the workspace.
-  void prepare_decode(const AttentionProblem& problem) {
-    const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
-    auto found = decode_blocks_per_sm_.find(key);
-    if (found == decode_blocks_per_sm_.end()) {
-      int blocks_per_sm = 0;
-      CUDA_CHECK(kernels::decode_prepare(problem.dtype, problem.shape.head_dim, &blocks_per_sm));
-      found = decode_blocks_per_sm_.emplace(key, blocks_per_sm).first;
-    }
-    query_device();
-    kernels::DecodeSplitInputs in;
-    in.blocks = static_cast<long long>(problem.shape.batch) * problem.shape.kv_heads();
-    in.key_tiles = std::max(decode_key_tiles(problem), 1);
-    in.sm_count = sm_count_;
-    in.blocks_per_sm = found->second;
-    in.min_tiles_per_split = kernels::kDecodeWarps;
-    in.warps = kernels::kDecodeWarps;
-    in.max_splits = kernels::kDecodeMaxSplits;
-    decode_splits_ = kernels::choose_decode_splits(in);
-    if (decode_splits_override() > 0) decode_splits_ = std::min(decode_splits_override(), in.key_tiles);
-    if (decode_splits_ > 1)
-      workspace_.reserve(static_cast<std::size_t>(kernels::decode_workspace_floats(problem.shape, decode_splits_)) *
-                         sizeof(float));
-    decode_problem_ = problem;
-  }
-
-  void run_decode(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) {
-    if (!decode_problem_ || !(*decode_problem_ == problem))
-      throw std::logic_error("flash:fa2: run() of a decode problem before prepare() of that problem");
-    const AttentionShape& s = problem.shape;
-    kernels::DecodeParams params;
-    params.q = buffers.q;
-    params.k = buffers.k;
-    params.v = buffers.v;
-    params.o = buffers.o;
-    params.lse = buffers.lse;
-    bind_sequence_arrays(s, buffers, params);
-    params.batch = s.batch;
-    params.heads = s.heads;
-    params.heads_kv = s.kv_heads();
-    params.group_size = s.group_size();
-    params.seq_q = s.seq_q;
-    params.seq_kv = s.seq_kv;
-    params.page_size = s.page_size;
-    params.pages_per_sequence = s.pages_per_sequence();
-    params.scale = problem.softmax_scale();
-    params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
-    params.mask = mask_bounds(problem);
-    params.splits = decode_splits_;
-    if (decode_splits_ > 1) {
-      params.partial_o = workspace_.as<float>();
-      params.partial_lse =
-          params.partial_o + static_cast<long long>(decode_splits_) * s.batch * s.heads * s.seq_q * s.head_dim;
-    }
-    kernels::decode_forward(params, problem.dtype, s.head_dim, stream);
-    CUDA_CHECK_LAUNCH();
-  }
-
   std::set<std::tuple<DType, int, bool, bool>> prepared_;
   std::map<std::pair<DType, int>, int> backward_blocks_per_sm_;  // prepared instantiations: main-kernel blocks per SM
   kernels::FlashBwdTail backward_tail_;                           // the prepared problem's
   std::optional<AttentionProblem> backward_problem_;
   DeviceBuffer backward_workspace_;  // the backward's dQ accumulator and D, grown in prepare()
-  std::map<std::pair<DType, int>, int> decode_blocks_per_sm_;
   int sm_count_ = 0;       // query_device()
   int compute_major_ = 0;  // query_device()
-  int decode_splits_ = 1;
-  std::optional<AttentionProblem> decode_problem_;
-  DeviceBuffer workspace_;  // split-KV partial O and logsumexp, grown in prepare()
+  SplitKvDecode decode_{"flash:fa2"};
 };
 
-// flash:hopper: the Hopper-native forward kernel, dense batches only.
+// flash:hopper: the Hopper-native forward kernel for dense prefill; decode through SplitKvDecode.
 class FlashHopperBackend final : public AttentionBackend {
  public:
   Unsupported check_device(const DeviceProperties& device) const override {
@@ -376,8 +396,9 @@ class FlashHopperBackend final : public AttentionBackend {
 
   Unsupported check_problem(const AttentionProblem& problem) const override {
     if (Unsupported why = fused_forward_unsupported("flash:hopper", problem)) return why;
+    if (is_decode(problem)) return decode_.check(problem);
     if (is_varlen(problem.shape))
-      return std::string("flash:hopper runs dense batches; ragged and paged layouts run on flash:fa2");
+      return std::string("flash:hopper runs dense batches outside decode; ragged and paged prefill run on flash:fa2");
     return std::nullopt;
   }
 
@@ -386,6 +407,10 @@ class FlashHopperBackend final : public AttentionBackend {
   }
 
   void prepare(const AttentionProblem& problem, cudaStream_t) override {
+    if (is_decode(problem)) {
+      decode_.prepare(problem);
+      return;
+    }
     const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
     if (prepared_.count(key) != 0) return;
     CUDA_CHECK(kernels::flash_hopper_prepare(problem.dtype, problem.shape.head_dim));
@@ -393,12 +418,21 @@ class FlashHopperBackend final : public AttentionBackend {
   }
 
   void run(const AttentionProblem& problem, const AttentionBuffers& buffers, cudaStream_t stream) override {
+    if (is_decode(problem)) {
+      decode_.run(problem, buffers, stream);
+      return;
+    }
     kernels::flash_hopper_forward(dense_flash_params(problem, buffers), problem.dtype, problem.shape.head_dim, stream);
     CUDA_CHECK_LAUNCH();
   }
 
  private:
   std::set<std::pair<DType, int>> prepared_;
+  // Decode runs flash:fa2's split-KV kernel. The prefill kernel gives each query head its own
+  // 128-row tiles: at decode it would fill 1 of those rows, read every K/V head once per query
+  // head of its group and, at one sequence, leave most SMs idle (0.12-0.46x of the split-KV
+  // kernel's GB/s at issue 19's shapes on an H100, docs/perf/NOTES.md).
+  SplitKvDecode decode_{"flash:hopper"};
 };
 
 }  // namespace

@@ -27,7 +27,7 @@ const std::vector<BackendInfo>& backend_registry() {
        make_flash_backend},
       {"flash:hopper",
        "Hopper-native fused forward (sm_90a): wgmma, TMA into an mbarrier ring, a producer and two consumer "
-       "warpgroups with setmaxnreg; dense, GQA, windows",
+       "warpgroups with setmaxnreg; dense, GQA, windows; decode (dense, ragged, paged) on flash:fa2's split-KV kernel",
        make_flash_hopper_backend},
       {"cudnn", "cuDNN fused SDPA through the graph API, per-shape plan cache, GQA, windows, bottom-right causal", make_cudnn_backend},
   };

@@ -23,6 +23,12 @@ AttentionBackend& flash() {
   return *backend;
 }
 
+// flash:hopper takes the same decode path (lib/backends/flash.cpp, SplitKvDecode).
+AttentionBackend& flash_hopper() {
+  static const std::unique_ptr<AttentionBackend> backend = find_backend("flash:hopper")->make();
+  return *backend;
+}
+
 void skip_unless_device_supported() {
   if (auto reason = flash().check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
 }
@@ -135,13 +141,13 @@ TEST(FlashDecode, SplitStaysRightOverRepeatedCalls) {
 }
 
 // The kernels one run() launches, by name, from a graph captured around it.
-std::vector<std::string> launched_kernels(const AttentionProblem& problem) {
+std::vector<std::string> launched_kernels(const AttentionProblem& problem, AttentionBackend& backend = flash()) {
   CudaStream stream;
   DeviceCase device_case(problem, 1, stream.get());
-  flash().prepare(problem, stream.get());
+  backend.prepare(problem, stream.get());
   cudaGraph_t graph = nullptr;
   CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-  flash().run(problem, device_case.buffers(), stream.get());
+  backend.run(problem, device_case.buffers(), stream.get());
   CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
   std::size_t count = 0;
   CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
@@ -193,12 +199,40 @@ TEST(FlashDecode, OneKernelUnsplitTwoWhenSplit) {
 }
 
 TEST(FlashDecode, RejectsPagesThatSplitATile) {
-  AttentionProblem p = decode_problem(2, 8, 2, 1, 100, 128, DType::bf16, CausalMode::none);
-  p.shape.page_size = 24;
-  ASSERT_TRUE(flash().check_problem(p).has_value());
-  EXPECT_NE(flash().check_problem(p)->find("multiple of 16"), std::string::npos) << *flash().check_problem(p);
-  p.shape.page_size = 32;
-  EXPECT_FALSE(flash().check_problem(p).has_value());
+  for (AttentionBackend* backend : {&flash(), &flash_hopper()}) {
+    AttentionProblem p = decode_problem(2, 8, 2, 1, 100, 128, DType::bf16, CausalMode::none);
+    p.shape.page_size = 24;
+    ASSERT_TRUE(backend->check_problem(p).has_value());
+    EXPECT_NE(backend->check_problem(p)->find("multiple of 16"), std::string::npos) << *backend->check_problem(p);
+    p.shape.page_size = 32;
+    EXPECT_FALSE(backend->check_problem(p).has_value()) << *backend->check_problem(p);
+  }
+  // flash:hopper's prefill kernel takes dense batches only: a paged prefill is flash:fa2's.
+  AttentionProblem prefill = decode_problem(2, 8, 2, 64, 100, 128, DType::bf16, CausalMode::none);
+  prefill.shape.page_size = 32;
+  EXPECT_FALSE(flash().check_problem(prefill).has_value());
+  ASSERT_TRUE(flash_hopper().check_problem(prefill).has_value());
+  EXPECT_NE(flash_hopper().check_problem(prefill)->find("run on flash:fa2"), std::string::npos);
+}
+
+// flash:hopper's decode is flash:fa2's split-KV path: the same kernels, split or not, and right
+// against the float64 reference on a paged, ragged cache split over the keys.
+TEST(FlashDecode, HopperRunsTheSplitKvDecodeKernels) {
+  if (auto reason = flash_hopper().check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+  for (const AttentionProblem& p : {decode_problem(66, 8, 4, 1, 200, 128, DType::bf16, CausalMode::none),
+                                    decode_problem(1, 32, 8, 1, 131072, 128, DType::bf16, CausalMode::none)}) {
+    const std::vector<std::string> hopper = launched_kernels(p, flash_hopper());
+    EXPECT_EQ(hopper, launched_kernels(p, flash()));
+    for (const std::string& name : hopper) EXPECT_EQ(name.find("hopper"), std::string::npos) << name;
+  }
+  AttentionProblem paged = decode_problem(3, 32, 8, 1, 20000, 64, DType::fp16, CausalMode::bottom_right);
+  paged.shape.seq_lens_kv = {20000, 1, 777};
+  paged.shape.page_size = 64;
+  const std::uint64_t seed = std::random_device{}();
+  CudaStream stream;
+  DeviceCase device_case(paged, seed, stream.get());
+  const Verification v = run_and_verify(flash_hopper(), device_case, stream.get(), {.compare_lse = true});
+  EXPECT_TRUE(v.passed) << "seed " << seed << ": " << v.detail;
 }
 
 }  // namespace
