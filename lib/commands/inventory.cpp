@@ -108,6 +108,12 @@ int backends_command(const BackendsRequest& o) {
            p.shape.heads_kv = 8;
            set_causal_mode(p, CausalMode::bottom_right);
          }},
+        {"paged decode (pages of 16)", [](AttentionProblem& p) {
+           p.shape.seq_q = 1;
+           p.shape.heads_kv = 8;
+           p.shape.page_size = 16;
+           set_causal_mode(p, CausalMode::bottom_right);
+         }},
     };
     std::vector<std::string> runs, rejected;
     for (const Workload& w : workloads) {
