@@ -90,24 +90,27 @@ int flash_bwd_slots_override() {
 bool is_varlen(const AttentionShape& s) { return s.ragged() || s.paged(); }
 
 // A ragged or paged shape whose buffers lack the device arrays it needs is a caller's bug.
-void require_sequence_arrays(const AttentionShape& s, const int* seq_lens_q, const int* seq_lens_kv,
-                             const int* cu_seqlens_q, const int* cu_seqlens_kv, const int* block_table) {
+void require_sequence_arrays(const char* backend, const AttentionShape& s, const int* seq_lens_q,
+                             const int* seq_lens_kv, const int* cu_seqlens_q, const int* cu_seqlens_kv,
+                             const int* block_table) {
   if ((!s.seq_lens_q.empty() && seq_lens_q == nullptr) || (!s.seq_lens_kv.empty() && seq_lens_kv == nullptr) ||
       (s.packed_q() && cu_seqlens_q == nullptr) || (s.packed_kv() && cu_seqlens_kv == nullptr) ||
       (s.paged() && block_table == nullptr))
-    throw std::invalid_argument("flash:fa2: the shape is ragged or paged but the buffers lack its sequence arrays");
+    throw std::invalid_argument(
+        fmt::format("{}: the shape is ragged or paged but the buffers lack its sequence arrays", backend));
 }
 
 // The sequence arrays a ragged or paged shape uses, into the prefill or decode kernel's params
 // (both name them alike); the others stay null.
 template <typename Params>
-void bind_sequence_arrays(const AttentionShape& s, const AttentionBuffers& buffers, Params& params) {
+void bind_sequence_arrays(const char* backend, const AttentionShape& s, const AttentionBuffers& buffers,
+                          Params& params) {
   params.seq_lens_q = s.seq_lens_q.empty() ? nullptr : buffers.seq_lens_q;
   params.seq_lens_kv = s.seq_lens_kv.empty() ? nullptr : buffers.seq_lens_kv;
   params.cu_seqlens_q = s.packed_q() ? buffers.cu_seqlens_q : nullptr;
   params.cu_seqlens_kv = s.packed_kv() ? buffers.cu_seqlens_kv : nullptr;
   params.block_table = s.paged() ? buffers.block_table : nullptr;
-  require_sequence_arrays(s, params.seq_lens_q, params.seq_lens_kv, params.cu_seqlens_q, params.cu_seqlens_kv,
+  require_sequence_arrays(backend, s, params.seq_lens_q, params.seq_lens_kv, params.cu_seqlens_q, params.cu_seqlens_kv,
                           params.block_table);
 }
 
@@ -235,7 +238,7 @@ class SplitKvDecode {
     params.v = buffers.v;
     params.o = buffers.o;
     params.lse = buffers.lse;
-    bind_sequence_arrays(s, buffers, params);
+    bind_sequence_arrays(backend_, s, buffers, params);
     params.batch = s.batch;
     params.heads = s.heads;
     params.heads_kv = s.kv_heads();
@@ -327,7 +330,7 @@ class FlashBackend final : public AttentionBackend {
     const AttentionShape& s = problem.shape;
     const bool varlen = is_varlen(s);
     if (varlen) {
-      bind_sequence_arrays(s, buffers, params);
+      bind_sequence_arrays("flash:fa2", s, buffers, params);
       params.page_size = s.page_size;
       params.pages_per_sequence = s.pages_per_sequence();
     }
