@@ -17,15 +17,13 @@
 #include "core/document_file.hpp"
 #include "process/child_processes.hpp"
 #include "process/spawn.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace attnprof {
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_child_processes_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_child_processes_test", name);
 }
 
 // `script` run by /bin/sh with the directory as $0, as `profile` runs its command: spawned, then

@@ -27,6 +27,7 @@
 #include "trace/json_pull_parser.hpp"
 #include "trace/trace_format.hpp"
 #include "trace/trace_merge.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace attnprof {
 namespace {
@@ -38,10 +39,7 @@ using trace::TraceFormat;
 using trace::TraceFormatError;
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_gzip_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_gzip_test", name);
 }
 
 std::string read_bytes(const std::filesystem::path& path) {

@@ -20,15 +20,13 @@
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/json_pull_parser.hpp"
 #include "trace/trace_merge.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace attnprof {
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_merge_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_merge_test", name);
 }
 
 std::string read_text(const std::filesystem::path& path) {

@@ -17,14 +17,13 @@
 #include "backends/backend.hpp"
 #include "commands/run.hpp"
 #include "core/errors.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace attnprof {
 namespace {
 
 std::filesystem::path fresh_dir(const char* name) {
-  const auto dir = std::filesystem::temp_directory_path() / name;
-  std::filesystem::remove_all(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_faults_test", name, false);
 }
 
 nlohmann::json read_json(const std::filesystem::path& path) {

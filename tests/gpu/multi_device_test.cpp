@@ -16,13 +16,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/scratch_dir.hpp"
+
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "attnprof_multi_device_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_multi_device_test", name);
 }
 
 nlohmann::json read_json(const std::filesystem::path& path) {

@@ -20,6 +20,7 @@
 
 #include "summary/summary.hpp"
 #include "summary/trace_report.hpp"
+#include "support/scratch_dir.hpp"
 
 extern char** environ;
 
@@ -39,10 +40,7 @@ std::filesystem::path launch_loop_binary() {
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_profile_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_profile_test", name);
 }
 
 pid_t start(const std::vector<std::string>& args) {

@@ -26,6 +26,7 @@
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/trace_files.hpp"
 #include "trace/trace_merge.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace attnprof {
 namespace {
@@ -35,10 +36,7 @@ const char* kAllReduce = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernel
 const char* kFlash = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4>>(Flash_fwd_params)";
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_multi_gpu_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_multi_gpu_test", name);
 }
 
 nlohmann::json read_json(const std::filesystem::path& path) {

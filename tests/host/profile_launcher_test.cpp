@@ -23,14 +23,13 @@
 #include "process/child_processes.hpp"
 #include "process/spawn.hpp"
 #include "summary/summary.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace attnprof {
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "attnprof_launcher_test" / name;
-  std::filesystem::remove_all(dir);
-  return dir;
+  return attnprof::test::fresh_dir("attnprof_launcher_test", name, false);
 }
 
 ProfileLaunch shell(const std::string& script, const std::filesystem::path& out) {
