@@ -12,6 +12,8 @@ strip_to "$B/lib/inject/libattnprof_inject.so" "$C/lib/inject/libattnprof_inject
 for t in "$B"/tests/gpu_*_test "$B/tests/launch_loop" "$B/tests/attnprof_forward" "$B/tests/attnprof_decode_bench"; do
   [ -x "$t" ] && strip_to "$t" "$C/tests/$(basename "$t")"
 done
+# Built only on request (docs/perf/decode_same_buffers.py): carried when present.
+[ -f "$B/tests/libattnprof_decode_capi.so" ] && strip_to "$B/tests/libattnprof_decode_capi.so" "$C/tests/libattnprof_decode_capi.so"
 tar cf - -C carry/stage build | xz -T0 -6 > carry/build.tar.xz
 rm -rf carry/stage
 du -sh carry/build.tar.xz

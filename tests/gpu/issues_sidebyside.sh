@@ -4,7 +4,9 @@
 #   forward   issue 21: configs/perf_h200.json with flash:hopper and our cudnn, then PyTorch's
 #             cuDNN (CUDA-event time and torch.profiler kernel time); flash:hopper against both
 #   decode    issue 19: configs/perf_decode.json (flash, cudnn), then PyTorch's decode backends
-#             (torch_decode_bench.py --compare: GB/s, paged against contiguous, ragged against padded)
+#             (torch_decode_bench.py --compare: GB/s, paged against contiguous, ragged against padded);
+#             when build/tests/libattnprof_decode_capi.so is there, also our decode kernels and
+#             PyTorch's on the same tensors in one process (docs/perf/decode_same_buffers.py)
 #   backward  issue 20: configs/perf_backward.json with flash, efficient and cudnn, then PyTorch's
 #             backward of the same families (torch_backward_bench.py --compare)
 # Usage (on the device, after tests/gpu/unpack_build.sh): issues_sidebyside.sh [forward] [decode] [backward]
@@ -60,6 +62,11 @@ PY
       timeout 200 python3 docs/perf/torch_decode_bench.py --backends efficient,flash,cudnn \
         --compare "$W/decode/summary.json" > "$W/decode_torch.md" 2>&1; echo "torch rc=$?"
       grep -v Warning "$W/decode_torch.md"
+      if [ -f "$B/tests/libattnprof_decode_capi.so" ]; then
+        timeout 120 python3 docs/perf/decode_same_buffers.py "$B/tests/libattnprof_decode_capi.so" \
+          > "$W/decode_same_buffers.txt" 2>&1; echo "same buffers rc=$?"
+        grep -v Warning "$W/decode_same_buffers.txt"
+      fi
       ;;
     backward)
       timeout 200 "$A" run --config configs/perf_backward.json --backends flash,efficient,cudnn \

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""flash:fa2's decode kernels and PyTorch's SDPA backends on the same tensors in one process.
+
+torch_decode_bench.py compares two processes, each with its own allocations; this script loads
+attnprof_decode_capi (tests/perf/decode_capi.cu, built with `cmake --build build --target
+attnprof_decode_capi`) through ctypes and runs our kernels on PyTorch's own q, k, v, so both sides
+read the same bytes at the same addresses and are timed by the same code (CUDA events around each
+call, median). Rounds alternate the sides. Our output is checked against PyTorch's cuDNN first.
+bf16, head dim 128, one query row, no mask; GB/s counts Q, K, V read once and O written once.
+
+Usage: decode_same_buffers.py LIBRARY [--rounds 3] [--iters 300] [--backends cudnn,flash]"""
+import argparse
+import ctypes
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+SHAPES = [(8, 32, 8, 32768), (64, 32, 8, 4096), (1, 32, 8, 131072)]
+BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+D = 128
+
+
+def median_us(fn, warmup, iters):
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    stops = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for start, stop in zip(starts, stops):
+        start.record()
+        fn()
+        stop.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, stops))
+
+
+def load(path):
+    lib = ctypes.CDLL(path)
+    lib.attnprof_decode_error_string.restype = ctypes.c_char_p
+    lib.attnprof_decode_splits.argtypes = [ctypes.c_int] * 3 + [ctypes.POINTER(ctypes.c_int)]
+    lib.attnprof_decode_workspace_floats.restype = ctypes.c_longlong
+    lib.attnprof_decode_workspace_floats.argtypes = [ctypes.c_int] * 3
+    lib.attnprof_decode_run.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 5 + [ctypes.c_void_p] * 2
+    return lib
+
+
+def checked(lib, status, what):
+    if status != 0:
+        raise RuntimeError(f"{what}: {lib.attnprof_decode_error_string(status).decode()}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("library", help="path to libattnprof_decode_capi.so")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--backends", default="cudnn,flash")
+    args = parser.parse_args()
+    lib = load(args.library)
+    torch.manual_seed(0)
+    chosen = args.backends.split(",")
+    for b, h, hkv, skv in SHAPES:
+        q = torch.rand(b, h, 1, D, device="cuda", dtype=torch.bfloat16) * 2 - 1
+        k, v = (torch.rand(b, hkv, skv, D, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(2))
+        o = torch.empty_like(q)
+        status = ctypes.c_int(0)
+        splits = lib.attnprof_decode_splits(b, hkv, skv, ctypes.byref(status))
+        checked(lib, status.value, "attnprof_decode_splits")
+        workspace = torch.empty(max(1, lib.attnprof_decode_workspace_floats(b, h, splits)), device="cuda",
+                                dtype=torch.float32)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+        def ours():
+            checked(lib, lib.attnprof_decode_run(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h, hkv,
+                                                 skv, splits, workspace.data_ptr(), stream), "attnprof_decode_run")
+
+        def theirs(name):
+            with sdpa_kernel(BACKENDS[name]):
+                return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+        o.fill_(float("nan"))
+        ours()
+        reference = theirs("cudnn" if "cudnn" in chosen else chosen[0])
+        error = (o.float() - reference.float()).abs().max().item()
+        if not error < 2e-2:  # NaN fails too
+            raise RuntimeError(f"{b}x{h}/{hkv}x1x{skv}: ours differs from PyTorch by {error}")
+        nbytes = 2 * (2 * q.numel() + k.numel() + v.numel())
+        label = f"{b}x{h}/{hkv}x1x{skv}x{D}"
+        times = {"ours": []} | {name: [] for name in chosen}
+        for _ in range(args.rounds):
+            times["ours"].append(median_us(ours, args.warmup, args.iters))
+            for name in chosen:
+                times[name].append(median_us(lambda name=name: theirs(name), args.warmup, args.iters))
+        print(f"{label} (splits {splits}, max |ours - PyTorch| {error:.1e})")
+        for side, values in times.items():
+            gbps = nbytes / statistics.median(values) / 1e3
+            print(f"  {side:6s} " + " / ".join(f"{t:.2f}" for t in values) + f" us  {gbps:.0f} GB/s")
+        best = min(chosen, key=lambda name: statistics.median(times[name]))
+        ratio = statistics.median(times[best]) / statistics.median(times["ours"])
+        per_round = [t / o_ for t, o_ in zip(times[best], times["ours"])]
+        print(f"  ours vs best PyTorch ({best}): {ratio:.4f}x (rounds " + ", ".join(f"{r:.4f}" for r in per_round) + ")",
+              flush=True)
+        del q, k, v, o, workspace
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
