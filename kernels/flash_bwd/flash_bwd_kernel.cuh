@@ -694,10 +694,14 @@ __global__ void __launch_bounds__(Traits::kThreads) efficient_bwd_fused_kernel(c
 
 // D = rowsum(dO * O) for each query row (one warp per row), the row's lse in log2 units, and that
 // row of the dQ accumulator zeroed (block 0 also zeroes the tail's arrival counters); a row that
-// saw no key (lse -inf) gets D = 0 and lse +inf (its P is 0).
+// saw no key (lse -inf) gets D = 0 and lse +inf (its P is 0). Each lane moves its kHeadDim / 32
+// elements in one load per tensor and its floats in one store (8- and 16-byte accesses at d128).
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_constant__ FlashBwdParams p) {
   constexpr int kPerLane = kHeadDim / 32;
+  static_assert(kPerLane == 2 || kPerLane == 4, "head dims 64 and 128");
+  using Packed = std::conditional_t<kPerLane == 4, uint2, uint32_t>;  // kPerLane elements
+  using Zeros = std::conditional_t<kPerLane == 4, float4, float2>;    // kPerLane floats
   if (blockIdx.x == 0)
     for (int i = static_cast<int>(threadIdx.x); i < p.tail.blocks; i += static_cast<int>(blockDim.x))
       p.tail_arrivals[i] = 0;
@@ -705,16 +709,17 @@ __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_co
   const int64_t row = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.seq_q;
   if (row >= rows) return;
-  const Element* o = static_cast<const Element*>(p.o) + row * kHeadDim + lane * kPerLane;
-  const Element* d_o = static_cast<const Element*>(p.d_o) + row * kHeadDim + lane * kPerLane;
+  const int64_t at = row * kHeadDim + lane * kPerLane;
+  alignas(sizeof(Packed)) Element o[kPerLane];
+  alignas(sizeof(Packed)) Element d_o[kPerLane];
+  *reinterpret_cast<Packed*>(o) = *reinterpret_cast<const Packed*>(static_cast<const Element*>(p.o) + at);
+  *reinterpret_cast<Packed*>(d_o) = *reinterpret_cast<const Packed*>(static_cast<const Element*>(p.d_o) + at);
   float sum = 0.f;
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) sum += static_cast<float>(o[j]) * static_cast<float>(d_o[j]);
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  float* accum = p.dq_accum + row * kHeadDim + lane * kPerLane;
-#pragma unroll
-  for (int j = 0; j < kPerLane; ++j) accum[j] = 0.f;
+  *reinterpret_cast<Zeros*>(p.dq_accum + at) = Zeros{};
   if (lane == 0) {
     const float lse = p.lse[row];
     p.d_sum[row] = lse == -INFINITY ? 0.f : sum;
@@ -722,14 +727,19 @@ __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_co
   }
 }
 
-// dQ = the accumulator in the input's type, two elements per thread.
+// dQ = the accumulator in the input's type, four elements per thread (16-byte loads, 8-byte stores).
+// A plain launch, not a programmatic dependent: its blocks would sit resident through the main
+// grid's last wave, and the trace would count that wait as conversion time.
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(256) flash_bwd_convert_dq_kernel(const __grid_constant__ FlashBwdParams p) {
-  const int64_t pairs = static_cast<int64_t>(p.batch) * p.heads * p.seq_q * kHeadDim / 2;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < pairs;
+  const int64_t quads = static_cast<int64_t>(p.batch) * p.heads * p.seq_q * kHeadDim / 4;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < quads;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float2 value = reinterpret_cast<const float2*>(p.dq_accum)[i];
-    reinterpret_cast<uint32_t*>(p.dq)[i] = pack2<Element>(value.x, value.y);
+    const float4 value = __ldcs(reinterpret_cast<const float4*>(p.dq_accum) + i);  // read once: streamed
+    uint2 packed;
+    packed.x = pack2<Element>(value.x, value.y);
+    packed.y = pack2<Element>(value.z, value.w);
+    reinterpret_cast<uint2*>(p.dq)[i] = packed;
   }
 }
 

@@ -76,8 +76,8 @@ void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaS
                      dim3(Traits::kThreads), Traits::kSmemBytes, stream, params);
     if (cudaPeekAtLastError() != cudaSuccess) return;
   }
-  const long long pairs = rows * kHeadDim / 2;
-  const unsigned blocks = static_cast<unsigned>(std::min<long long>((pairs + 255) / 256, 132LL * 16));
+  const long long quads = rows * kHeadDim / 4;
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>((quads + 255) / 256, 132LL * 16));
   flash_bwd::flash_bwd_convert_dq_kernel<Element<kDType>, kHeadDim><<<blocks, 256, 0, stream>>>(params);
 }
 
