@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of attnprof binaries on the backward (flash:fa2 and efficient share its kernel body) in one
 # device call (the machine drifts between calls): carry/attnprof_a.xz, carry/attnprof_b.xz and, when
-# present, carry/attnprof_c.xz to carry/attnprof_e.xz, two rounds each, interleaved; then PyTorch's
+# present, carry/attnprof_c.xz to carry/attnprof_e.xz, ROUNDS rounds each (default 2), interleaved; then PyTorch's
 # backward beside the last round (docs/perf/torch_backward_bench.py). One line per run: the median kernel time (us) of
 # each case of configs/perf_backward.json, in its order.
 # Usage (device, after tests/gpu/unpack_build.sh): tests/gpu/ab_backward.sh [config]
@@ -30,8 +30,9 @@ c = json.load(open(sys.argv[2]))
 print("cases:", ", ".join(f'{b} {s["seq_q"]}x{s["head_dim"]} {"c" if x else "nc"}'
                           for b in c["backends"] for s in c["shapes"] for x in c["causal"]))
 PY
-for round in 1 2; do
+ROUNDS=${ROUNDS:-2}
+for round in $(seq 1 "$ROUNDS"); do
   for v in "${names[@]}"; do run "$v$round" "$OUT/attnprof_$v"; done
 done
 PYTHONUNBUFFERED=1 timeout 300 python3 docs/perf/torch_backward_bench.py --backends efficient,flash \
-  --compare "$OUT/${names[-1]}2/summary.json" 2>&1 | grep -v Warning | tail -20
+  --compare "$OUT/${names[-1]}$ROUNDS/summary.json" 2>&1 | grep -v Warning | tail -20
