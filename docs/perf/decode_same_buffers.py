@@ -11,6 +11,7 @@ bf16, head dim 128, one query row, no mask; GB/s counts Q, K, V read once and O 
 Usage: decode_same_buffers.py LIBRARY [--rounds 3] [--iters 300] [--backends cudnn,flash]"""
 import argparse
 import ctypes
+import os
 import statistics
 import sys
 
@@ -18,22 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_sdpa_bench import time_us  # noqa: E402  (one way of timing for every script here)
+
 SHAPES = [(8, 32, 8, 32768), (64, 32, 8, 4096), (1, 32, 8, 131072)]
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 D = 128
-
-
-def median_us(fn, warmup, iters):
-    for _ in range(warmup):
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    stops = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for start, stop in zip(starts, stops):
-        start.record()
-        fn()
-        stop.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, stops))
 
 
 def load(path):
@@ -91,9 +82,9 @@ def main():
         label = f"{b}x{h}/{hkv}x1x{skv}x{D}"
         times = {"ours": []} | {name: [] for name in chosen}
         for _ in range(args.rounds):
-            times["ours"].append(median_us(ours, args.warmup, args.iters))
+            times["ours"].append(time_us(ours, args.warmup, args.iters))
             for name in chosen:
-                times[name].append(median_us(lambda name=name: theirs(name), args.warmup, args.iters))
+                times[name].append(time_us(lambda name=name: theirs(name), args.warmup, args.iters))
         print(f"{label} (splits {splits}, max |ours - PyTorch| {error:.1e})")
         for side, values in times.items():
             gbps = nbytes / statistics.median(values) / 1e3
