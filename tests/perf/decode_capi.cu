@@ -47,9 +47,13 @@ long long attnprof_decode_workspace_floats(int batch, int heads, int splits) {
 }
 
 // Enqueues the decode (splits == 1) or split-KV + combine kernels on stream; returns the launch's
-// CUDA status.
+// CUDA status (cudaErrorInvalidValue for a shape the kernels do not take: one block holds the
+// group's heads_kv-th of the query heads, at most kDecodeMaxRows rows).
 int attnprof_decode_run(const void* q, const void* k, const void* v, void* o, int batch, int heads, int heads_kv,
                         int seq_kv, int splits, float* workspace, void* stream) {
+  if (batch < 1 || heads_kv < 1 || heads % heads_kv != 0 || heads / heads_kv > attnprof::kernels::kDecodeMaxRows ||
+      seq_kv < 1 || splits < 1 || splits > attnprof::kernels::kDecodeMaxSplits || (splits > 1 && workspace == nullptr))
+    return static_cast<int>(cudaErrorInvalidValue);
   attnprof::kernels::DecodeParams p;
   p.q = q;
   p.k = k;
