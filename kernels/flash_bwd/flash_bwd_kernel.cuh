@@ -49,6 +49,13 @@ using flash::shared_address;
 
 constexpr float kLog2e = 1.4426950408889634f;
 
+// Four floats as four elements of the input's type, for one 8-byte store (dQ out of its fp32
+// accumulator).
+template <typename Element>
+__device__ __forceinline__ uint2 pack4(float4 v) {
+  return make_uint2(pack2<Element>(v.x, v.y), pack2<Element>(v.z, v.w));
+}
+
 template <typename Element_, int kHeadDim_, bool kFused_>
 struct FlashBwdTraits {
   using Element = Element_;
@@ -506,10 +513,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
         const int rows = min(kBlockM, p.seq_q - row0);
         for (int index = tid; index < rows * kHeadDim / 4; index += Traits::kThreads) {
           const float4 v = __ldcg(reinterpret_cast<const float4*>(p.dq_accum + row_base * kHeadDim) + index);
-          uint2 packed;
-          packed.x = pack2<Element>(v.x, v.y);
-          packed.y = pack2<Element>(v.z, v.w);
-          reinterpret_cast<uint2*>(static_cast<Element*>(p.dq) + row_base * kHeadDim)[index] = packed;
+          reinterpret_cast<uint2*>(static_cast<Element*>(p.dq) + row_base * kHeadDim)[index] = pack4<Element>(v);
         }
       }
     }
@@ -736,10 +740,7 @@ __global__ void __launch_bounds__(256) flash_bwd_convert_dq_kernel(const __grid_
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < quads;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float4 value = __ldcs(reinterpret_cast<const float4*>(p.dq_accum) + i);  // read once: streamed
-    uint2 packed;
-    packed.x = pack2<Element>(value.x, value.y);
-    packed.y = pack2<Element>(value.z, value.w);
-    reinterpret_cast<uint2*>(p.dq)[i] = packed;
+    reinterpret_cast<uint2*>(p.dq)[i] = pack4<Element>(value);
   }
 }
 
