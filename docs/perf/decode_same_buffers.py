@@ -20,11 +20,10 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_decode_bench import DECODE, decode_bytes, key  # noqa: E402  (issue 19's shapes, bytes and labels)
 from torch_sdpa_bench import time_us  # noqa: E402  (one way of timing for every script here)
 
-SHAPES = [(8, 32, 8, 32768), (64, 32, 8, 4096), (1, 32, 8, 131072)]
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
-D = 128
 
 
 def load(path):
@@ -53,9 +52,12 @@ def main():
     lib = load(args.library)
     torch.manual_seed(0)
     chosen = args.backends.split(",")
-    for b, h, hkv, skv in SHAPES:
-        q = torch.rand(b, h, 1, D, device="cuda", dtype=torch.bfloat16) * 2 - 1
-        k, v = (torch.rand(b, hkv, skv, D, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(2))
+    for b, h, hkv, skv, d in DECODE:
+        label = key(b, h, hkv, skv, d)
+        if d != 128:
+            raise RuntimeError(f"{label}: attnprof_decode_capi holds the head-dim-128 kernels only")
+        q = torch.rand(b, h, 1, d, device="cuda", dtype=torch.bfloat16) * 2 - 1
+        k, v = (torch.rand(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(2))
         o = torch.empty_like(q)
         status = ctypes.c_int(0)
         splits = lib.attnprof_decode_splits(b, hkv, skv, ctypes.byref(status))
@@ -77,9 +79,8 @@ def main():
         reference = theirs("cudnn" if "cudnn" in chosen else chosen[0])
         error = (o.float() - reference.float()).abs().max().item()
         if not error < 2e-2:  # NaN fails too
-            raise RuntimeError(f"{b}x{h}/{hkv}x1x{skv}: ours differs from PyTorch by {error}")
-        nbytes = 2 * (2 * q.numel() + k.numel() + v.numel())
-        label = f"{b}x{h}/{hkv}x1x{skv}x{D}"
+            raise RuntimeError(f"{label}: ours differs from PyTorch by {error}")
+        nbytes = decode_bytes(b, h, hkv, skv, d)
         times = {"ours": []} | {name: [] for name in chosen}
         for _ in range(args.rounds):
             times["ours"].append(time_us(ours, args.warmup, args.iters))
