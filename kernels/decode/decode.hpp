@@ -7,6 +7,7 @@
 
 #include "core/mask_bounds.hpp"
 #include "core/types.hpp"
+#include "decode/decode_split.hpp"
 
 namespace attnprof::kernels {
 
@@ -49,6 +50,20 @@ inline constexpr int kDecodeBlockKeys = 16;
 inline constexpr int kDecodeWarps = 4;
 // The most splits: bounds the workspace and the combine kernel's shared weights.
 inline constexpr int kDecodeMaxSplits = 128;
+
+// The split rule's inputs for these kernels: blocks = batch x K/V heads, the key tiles of the
+// longest visible range, and the device's SMs and the kernel's blocks per SM.
+inline DecodeSplitInputs decode_split_inputs(long long blocks, int key_tiles, int sm_count, int blocks_per_sm) {
+  DecodeSplitInputs in;
+  in.blocks = blocks;
+  in.key_tiles = key_tiles;
+  in.sm_count = sm_count;
+  in.blocks_per_sm = blocks_per_sm;
+  in.min_tiles_per_split = kDecodeWarps;
+  in.warps = kDecodeWarps;
+  in.max_splits = kDecodeMaxSplits;
+  return in;
+}
 
 bool decode_has_kernel(DType dtype, int head_dim);
 

@@ -212,14 +212,9 @@ class SplitKvDecode {
       CUDA_CHECK(cudaGetDevice(&device));
       CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
     }
-    kernels::DecodeSplitInputs in;
-    in.blocks = static_cast<long long>(problem.shape.batch) * problem.shape.kv_heads();
-    in.key_tiles = std::max(decode_key_tiles(problem), 1);
-    in.sm_count = sm_count_;
-    in.blocks_per_sm = found->second;
-    in.min_tiles_per_split = kernels::kDecodeWarps;
-    in.warps = kernels::kDecodeWarps;
-    in.max_splits = kernels::kDecodeMaxSplits;
+    const kernels::DecodeSplitInputs in =
+        kernels::decode_split_inputs(static_cast<long long>(problem.shape.batch) * problem.shape.kv_heads(),
+                                     std::max(decode_key_tiles(problem), 1), sm_count_, found->second);
     splits_ = kernels::choose_decode_splits(in);
     if (decode_splits_override() > 0) splits_ = std::min(decode_splits_override(), in.key_tiles);
     if (splits_ > 1)

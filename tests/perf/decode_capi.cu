@@ -10,7 +10,6 @@
 
 #include "decode/decode.hpp"
 #include "decode/decode_instances.hpp"
-#include "decode/decode_split.hpp"
 
 namespace {
 
@@ -30,15 +29,10 @@ int attnprof_decode_splits(int batch, int heads_kv, int seq_kv, int* status) {
   if (error == cudaSuccess) error = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
   *status = static_cast<int>(error);
   if (error != cudaSuccess) return 0;
-  attnprof::kernels::DecodeSplitInputs in;
-  in.blocks = static_cast<long long>(batch) * heads_kv;
-  in.key_tiles = std::max(1, (seq_kv + attnprof::kernels::kDecodeBlockKeys - 1) / attnprof::kernels::kDecodeBlockKeys);
-  in.sm_count = sm_count;
-  in.blocks_per_sm = blocks_per_sm;
-  in.min_tiles_per_split = attnprof::kernels::kDecodeWarps;
-  in.warps = attnprof::kernels::kDecodeWarps;
-  in.max_splits = attnprof::kernels::kDecodeMaxSplits;
-  return attnprof::kernels::choose_decode_splits(in);
+  const int key_tiles =
+      std::max(1, (seq_kv + attnprof::kernels::kDecodeBlockKeys - 1) / attnprof::kernels::kDecodeBlockKeys);
+  return attnprof::kernels::choose_decode_splits(
+      attnprof::kernels::decode_split_inputs(static_cast<long long>(batch) * heads_kv, key_tiles, sm_count, blocks_per_sm));
 }
 
 // Floats of split workspace the caller provides when splits > 1.
