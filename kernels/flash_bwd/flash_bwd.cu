@@ -30,6 +30,14 @@ void flash_backward(const FlashBwdParams& params, DType dtype, int head_dim, cud
   with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(params, stream); });
 }
 
+void flash_bwd_pre_pass(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream) {
+  with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::pre_pass(params, stream); });
+}
+
+void flash_bwd_convert_dq(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream) {
+  with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::convert_dq(params, stream); });
+}
+
 cudaError_t flash_bwd_blocks_per_sm(DType dtype, int head_dim, int* blocks) {
   return with_instance(dtype, head_dim, [&](auto instance) { return decltype(instance)::blocks_per_sm(blocks); });
 }

@@ -82,6 +82,12 @@ inline long long flash_bwd_workspace_floats(const AttentionShape& s, const Flash
   return flash_bwd_tail_parts_offset(s) + 2LL * tail.ctas * flash_bwd_tail_part_floats(s.head_dim) + tail.blocks;
 }
 
+// The first and the last of the three kernels alone: D = rowsum(dO * O) with lse_log2 and the
+// zeroed dQ accumulator; the accumulator converted to dQ. flash:hopper's backward runs its own
+// main kernel between them. The caller checks the launches.
+void flash_bwd_pre_pass(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream);
+void flash_bwd_convert_dq(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream);
+
 // Main-kernel blocks one SM holds at a time (its occupancy), for the tail plan's slots.
 cudaError_t flash_bwd_blocks_per_sm(DType dtype, int head_dim, int* blocks);
 

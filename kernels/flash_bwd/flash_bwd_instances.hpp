@@ -18,6 +18,10 @@ struct FlashBackward {
   static cudaError_t blocks_per_sm(int* blocks);
   // Enqueues the three kernels.
   static void launch(const FlashBwdParams& params, cudaStream_t stream);
+  // The first and the last of them alone (flash:hopper's backward runs its own main kernel
+  // between them).
+  static void pre_pass(const FlashBwdParams& params, cudaStream_t stream);
+  static void convert_dq(const FlashBwdParams& params, cudaStream_t stream);
   // Enqueues the fused variant's memsets and its one kernel.
   // Returns the memsets' error; the kernel's launch error stays in the runtime's last error.
   static cudaError_t launch_fused(const FlashBwdParams& params, bool zero_dq, cudaStream_t stream);

@@ -60,11 +60,24 @@ cudaError_t FlashBackward<kDType, kHeadDim>::launch_fused(const FlashBwdParams& 
 }
 
 template <DType kDType, int kHeadDim>
-void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaStream_t stream) {
-  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, false>;
+void FlashBackward<kDType, kHeadDim>::pre_pass(const FlashBwdParams& params, cudaStream_t stream) {
   const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
   flash_bwd::flash_bwd_dot_do_o_kernel<Element<kDType>, kHeadDim>
       <<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(params);
+}
+
+template <DType kDType, int kHeadDim>
+void FlashBackward<kDType, kHeadDim>::convert_dq(const FlashBwdParams& params, cudaStream_t stream) {
+  const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
+  const long long quads = rows * kHeadDim / 4;
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>((quads + 255) / 256, 132LL * 16));
+  flash_bwd::flash_bwd_convert_dq_kernel<Element<kDType>, kHeadDim><<<blocks, 256, 0, stream>>>(params);
+}
+
+template <DType kDType, int kHeadDim>
+void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaStream_t stream) {
+  using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, false>;
+  pre_pass(params, stream);
   if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure
   const dim3 grid(main_grid(params));
   flash_bwd::flash_bwd_dq_dk_dv_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
@@ -76,9 +89,7 @@ void FlashBackward<kDType, kHeadDim>::launch(const FlashBwdParams& params, cudaS
                      dim3(Traits::kThreads), Traits::kSmemBytes, stream, params);
     if (cudaPeekAtLastError() != cudaSuccess) return;
   }
-  const long long quads = rows * kHeadDim / 4;
-  const unsigned blocks = static_cast<unsigned>(std::min<long long>((quads + 255) / 256, 132LL * 16));
-  flash_bwd::flash_bwd_convert_dq_kernel<Element<kDType>, kHeadDim><<<blocks, 256, 0, stream>>>(params);
+  convert_dq(params, stream);
 }
 
 }  // namespace attnprof::kernels
