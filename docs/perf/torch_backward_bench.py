@@ -4,8 +4,8 @@
 fixed upstream gradient dO, the forward done once outside the timing (retain_graph). TFLOP/s counts
 2.5x the forward's FLOPs (FlashAttention's convention; a causal forward counts the exact visible
 pairs, as attnprof does). With --compare, the join with attnprof's summary of that config: our
-backward against PyTorch's backend of the same family (flash:fa2 against PyTorch's flash; flash:hopper
-has no backward, so its cases are skipped, not compared).
+backward against PyTorch's backend of the same family (flash:fa2 and flash:hopper against PyTorch's
+flash; cases that did not run, such as flash:hopper at head dim 64, are left out).
 
 Usage: torch_backward_bench.py [--compare SUMMARY.json] [--backends efficient,flash,cudnn]"""
 import argparse

@@ -11,7 +11,9 @@
 
 #include "common/element_type.cuh"
 #include "common/static_switch.hpp"
+#include "flash_bwd/flash_bwd_order.hpp"
 #include "flash_hopper/flash_hopper.hpp"
+#include "flash_hopper/flash_hopper_bwd_kernel.cuh"
 #include "flash_hopper/flash_hopper_instances.hpp"
 #include "flash_hopper/flash_hopper_kernel.cuh"
 
@@ -128,6 +130,58 @@ void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, 
   p.work_tiles = static_cast<int>(work_tiles);
   const int blocks = static_cast<int>(std::min<long long>(work_tiles, sm_count()));
   with_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, blocks, masked, stream); });
+}
+
+namespace {
+using BwdTraits128 = hopper::HopperBwdTraits<__nv_bfloat16, 128>;
+
+template <typename F>
+decltype(auto) with_bwd_instance(DType dtype, int head_dim, F&& f) {
+  return dtype_switch<DType::bf16, DType::fp16>("flash:hopper backward", dtype, [&](auto dtype_tag) -> decltype(auto) {
+    return head_dim_switch<128>("flash:hopper backward", head_dim, [&](auto dim_tag) -> decltype(auto) {
+      return f(FlashHopperBackward<decltype(dtype_tag)::value, decltype(dim_tag)::value>{});
+    });
+  });
+}
+}  // namespace
+
+bool flash_hopper_bwd_has_kernel(DType dtype, int head_dim) {
+  return (dtype == DType::bf16 || dtype == DType::fp16) && head_dim == 128;
+}
+
+int flash_hopper_bwd_smem_bytes() { return BwdTraits128::kSmemBytes; }
+
+cudaError_t flash_hopper_bwd_prepare(DType dtype, int head_dim) {
+  return with_bwd_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::prepare(); });
+}
+
+void flash_hopper_backward(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream) {
+  hopper::HopperBwdParams p;
+  const long long bh_q = static_cast<long long>(params.batch) * params.heads;
+  const long long bh_kv = static_cast<long long>(params.batch) * params.heads_kv;
+  p.q_map = encode("q", params.q, dtype, head_dim, params.seq_q, bh_q, BwdTraits128::kBlockM);
+  p.do_map = encode("dO", params.d_o, dtype, head_dim, params.seq_q, bh_q, BwdTraits128::kBlockM);
+  p.k_map = encode("k", params.k, dtype, head_dim, params.seq_kv, bh_kv, BwdTraits128::kBlockN);
+  p.v_map = encode("v", params.v, dtype, head_dim, params.seq_kv, bh_kv, BwdTraits128::kBlockN);
+  p.lse_log2 = params.lse_log2;
+  p.d_sum = params.d_sum;
+  p.dq_accum = params.dq_accum;
+  p.dk = params.dk;
+  p.dv = params.dv;
+  p.heads = params.heads;
+  p.heads_kv = params.heads_kv;
+  p.group_size = params.group_size;
+  p.seq_q = params.seq_q;
+  p.seq_kv = params.seq_kv;
+  p.scale = params.scale;
+  p.scale_log2 = params.scale * 1.4426950408889634f;
+  p.mask = params.mask;
+  const FlashBwdGrid g = flash_bwd_grid(params.mask, params.seq_kv, params.heads_kv, params.batch);
+  flash_bwd_pre_pass(params, dtype, head_dim, stream);
+  if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure
+  with_bwd_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, dim3(g.x, g.y, g.z), stream); });
+  if (cudaPeekAtLastError() != cudaSuccess) return;
+  flash_bwd_convert_dq(params, dtype, head_dim, stream);
 }
 
 }  // namespace attnprof::kernels

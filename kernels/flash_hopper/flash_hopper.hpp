@@ -7,6 +7,7 @@
 
 #include "core/types.hpp"
 #include "flash/flash.hpp"
+#include "flash_bwd/flash_bwd.hpp"
 
 namespace attnprof::kernels {
 
@@ -24,5 +25,16 @@ cudaError_t flash_hopper_prepare(DType dtype, int head_dim);
 // the call and the tensor) and enqueues exactly one kernel launch on `stream`; the caller checks
 // the launch.
 void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, cudaStream_t stream);
+
+// The backward: flash_bwd's pre-pass (D, lse in log2 units, the fp32 dQ accumulator zeroed), the
+// wgmma main kernel (flash_hopper_bwd_kernel.cuh) and flash_bwd's dQ conversion. bf16 and fp16 at
+// head dim 128 (flash_hopper_bwd_has_kernel); dense layouts as FlashBwdParams says, GQA, any mask.
+bool flash_hopper_bwd_has_kernel(DType dtype, int head_dim);
+int flash_hopper_bwd_smem_bytes();
+cudaError_t flash_hopper_bwd_prepare(DType dtype, int head_dim);
+// Encodes the TMA descriptors of q, dO, k and v (a failure throws std::runtime_error naming the
+// call and the tensor) and enqueues the three kernels; params needs dq_accum, d_sum and lse_log2
+// (flash_bwd_workspace_floats, no tail). The caller checks the launches.
+void flash_hopper_backward(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream);
 
 }  // namespace attnprof::kernels

@@ -11,6 +11,7 @@ namespace attnprof::kernels {
 
 namespace hopper {
 struct HopperKernelParams;
+struct HopperBwdParams;
 }
 
 template <DType kDType, int kHeadDim>
@@ -23,6 +24,16 @@ struct FlashHopperForward {
   // Enqueues the one kernel launch of `blocks` persistent blocks (each walks its share of the
   // work tiles); the caller checks it.
   static void launch(const hopper::HopperKernelParams& params, int blocks, bool masked, cudaStream_t stream);
+};
+
+// One compiled instantiation of the Hopper backward's main kernel (flash_hopper_bwd_launch.cuh;
+// flash_hopper_bwd_<dtype>_d<dim>.cu instantiate it).
+template <DType kDType, int kHeadDim>
+struct FlashHopperBackward {
+  // Raises the kernel's dynamic shared-memory limit.
+  static cudaError_t prepare();
+  // Enqueues the main kernel on `grid` (flash_bwd_grid's); the caller checks it.
+  static void launch(const hopper::HopperBwdParams& params, dim3 grid, cudaStream_t stream);
 };
 
 }  // namespace attnprof::kernels

@@ -21,7 +21,9 @@
 // flash:hopper: the Hopper-native forward (kernels/flash_hopper: wgmma, TMA, a producer and two
 // consumer warpgroups, setmaxnreg) for dense batches on compute capability 9.0; bf16/fp16, head
 // dims 64 and 128, GQA, causal and windows in either alignment. Decode problems (dense, ragged or
-// paged) take flash:fa2's split-KV decode path. No backward.
+// paged) take flash:fa2's split-KV decode path. Backward at head dim 128 (bf16/fp16, dense, GQA,
+// any mask): flash:fa2's pre-pass and dQ conversion around a wgmma main kernel
+// (kernels/flash_hopper/flash_hopper_bwd_kernel.cuh); flash:fa2 runs head dim 64.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -400,11 +402,39 @@ class FlashHopperBackend final : public AttentionBackend {
     return std::nullopt;
   }
 
-  Unsupported check_backward(const AttentionProblem&) const override {
-    return std::string("flash:hopper has no backward; flash:fa2 runs it");
+  Unsupported check_backward(const AttentionProblem& problem) const override {
+    if (Unsupported why = flash_bwd_unsupported("flash:hopper", problem)) return why;
+    if (!kernels::flash_hopper_bwd_has_kernel(problem.dtype, problem.shape.head_dim))
+      return fmt::format("flash:hopper's backward has a kernel for head dim 128 (got {}); flash:fa2 runs d{}",
+                         problem.shape.head_dim, problem.shape.head_dim);
+    return std::nullopt;
+  }
+
+  void run_backward(const AttentionProblem& problem, const BackwardBuffers& buffers, cudaStream_t stream) override {
+    const AttentionShape& s = problem.shape;
+    if (!backward_problem_ || !(*backward_problem_ == problem))
+      throw std::logic_error("flash:hopper: run_backward() of a problem before prepare() of that problem");
+    kernels::FlashBwdParams params = flash_bwd_params(problem, buffers);
+    params.dq_accum = backward_workspace_.as<float>();
+    const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
+    params.d_sum = params.dq_accum + rows * s.head_dim;
+    params.lse_log2 = params.d_sum + rows;
+    kernels::flash_hopper_backward(params, problem.dtype, s.head_dim, stream);
+    CUDA_CHECK_LAUNCH();
   }
 
   void prepare(const AttentionProblem& problem, cudaStream_t) override {
+    if (problem.is_backward()) {
+      // The main kernel's instantiation; the pre-pass and the conversion need no set-up.
+      const auto key = std::make_pair(problem.dtype, problem.shape.head_dim);
+      if (backward_prepared_.count(key) == 0) {
+        CUDA_CHECK(kernels::flash_hopper_bwd_prepare(problem.dtype, problem.shape.head_dim));
+        backward_prepared_.insert(key);
+      }
+      backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(problem.shape)) *
+                                  sizeof(float));
+      backward_problem_ = problem;
+    }
     if (is_decode(problem)) {
       decode_.prepare(problem);
       return;
@@ -426,6 +456,9 @@ class FlashHopperBackend final : public AttentionBackend {
 
  private:
   std::set<std::pair<DType, int>> prepared_;
+  std::set<std::pair<DType, int>> backward_prepared_;
+  std::optional<AttentionProblem> backward_problem_;
+  DeviceBuffer backward_workspace_;  // the backward's dQ accumulator, D and lse in log2 units
   // Decode runs flash:fa2's split-KV kernel. The prefill kernel gives each query head its own
   // 128-row tiles: at decode it would fill 1 of those rows, read every K/V head once per query
   // head of its group and, at one sequence, leave most SMs idle (0.12-0.46x of the split-KV

@@ -46,16 +46,18 @@ AttentionProblem problem_of(const BackwardCase& c) {
 }
 
 bool gives_rows_without_keys_zero_gradients(const std::string& backend) {
-  return backend == "flash:fa2" || backend == "efficient" || backend == "math";  // cudnn refuses such rows; manual's
-                                                                            // softmax gives NaN there
+  return backend == "flash:fa2" || backend == "flash:hopper" || backend == "efficient" ||
+         backend == "math";  // cudnn refuses such rows; manual's softmax gives NaN there
 }
 
 std::vector<BackwardCase> cases() {
   std::vector<BackwardCase> out;
-  for (const char* backend : {"cudnn", "flash:fa2", "efficient", "math", "manual:in_place", "manual:out_of_place"})
+  for (const char* backend :
+       {"cudnn", "flash:fa2", "flash:hopper", "efficient", "math", "manual:in_place", "manual:out_of_place"})
     for (DType dtype : {DType::bf16, DType::fp16})
       for (int d : {64, 128})
         for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
+          if (std::strcmp(backend, "flash:hopper") == 0 && d != 128) continue;  // its backward's one head dim
           out.push_back({2, 4, 4, 17, 17, d, causal, dtype, backend});     // odd, tiny
           out.push_back({1, 8, 2, 257, 257, d, causal, dtype, backend});   // odd, grouped heads
           out.push_back({2, 4, 1, 128, 384, d, causal, dtype, backend});   // seq_q < seq_kv, one K/V head
@@ -65,10 +67,17 @@ std::vector<BackwardCase> cases() {
             out.push_back({1, 4, 4, 200, 136, d, causal, dtype, backend});
         }
   // flash, efficient, math, manual: a sliding window, and several key blocks per sequence with odd lengths.
-  for (const char* backend : {"flash:fa2", "efficient", "math", "manual:in_place", "manual:out_of_place"})
+  for (const char* backend : {"flash:fa2", "flash:hopper", "efficient", "math", "manual:in_place", "manual:out_of_place"})
     for (DType dtype : {DType::bf16, DType::fp16}) {
       out.push_back({1, 4, 2, 333, 333, 128, CausalMode::bottom_right, dtype, backend});
-      out.push_back({1, 4, 4, 129, 1000, 64, CausalMode::none, dtype, backend});
+      out.push_back({1, 4, 4, 129, 1000, std::strcmp(backend, "flash:hopper") == 0 ? 128 : 64, CausalMode::none, dtype,
+                     backend});
+    }
+  // flash:hopper: several key blocks and row tiles in both directions, top-left causal with GQA.
+  for (DType dtype : {DType::bf16, DType::fp16})
+    for (CausalMode causal : {CausalMode::none, CausalMode::top_left}) {
+      out.push_back({2, 6, 2, 515, 300, 128, causal, dtype, "flash:hopper"});
+      out.push_back({1, 2, 1, 70, 650, 128, causal, dtype, "flash:hopper"});
     }
   // math and manual take fp32 inputs too (math skips its casts; manual's GEMMs run in fp32).
   for (const char* backend : {"math", "manual:in_place", "manual:out_of_place"})
@@ -201,7 +210,8 @@ TEST(CudnnBackwardChecks, GradientsOfOtherInputsFailVerification) {
   EXPECT_FALSE(verify_gradients(p, 12, got).passed);  // the reference of other inputs
 }
 
-// Every backend but flash:hopper (a forward kernel only) has a backward for a plain dense problem,
+// Every backend but flash:hopper (its backward is head dim 128's only) has a backward for a plain
+// dense problem at head dim 64,
 // and a problem out of its reach gets a reason, never a fake pass: bias (none takes a dBias) and
 // fp32 where only 16-bit kernels exist.
 TEST(BackwardRefusals, EveryBackendHasOneAndSaysWhyWhereNot) {
@@ -215,7 +225,7 @@ TEST(BackwardRefusals, EveryBackendHasOneAndSaysWhyWhereNot) {
     std::printf("  %-22s backward: %s; with a bias: %s\n", info.name.c_str(), why ? why->c_str() : "yes",
                 bias ? bias->c_str() : "yes");
     if (info.name == "flash:hopper") {
-      ASSERT_TRUE(why.has_value()) << "flash:hopper has no backward kernel";
+      ASSERT_TRUE(why.has_value()) << "flash:hopper has no head dim 64 backward kernel";
       EXPECT_NE(why->find("flash:fa2"), std::string::npos) << *why;  // it says which variant has one
       continue;
     }
