@@ -4,8 +4,8 @@
 //
 // One block of two warpgroups per (128 keys, K/V head, sequence), in flash_bwd_grid's order. K and
 // V arrive once by TMA; the block then walks the 64-row query tiles that see its keys (every query
-// head of the K/V head's group), Q and dO double-buffered by TMA one step ahead, the rows' lse and D
-// by cp.async. Warpgroup w owns keys 64w .. 64w + 63. Per step:
+// head of the K/V head's group), Q and dO in three stages loaded by TMA two steps ahead, the rows'
+// lse and D by cp.async beside them. Warpgroup w owns keys 64w .. 64w + 63. Per step:
 //   S^T  = K_w Q^T      wgmma m64n64k16, both operands K-major in shared memory
 //   dP^T = V_w dO^T     the same
 //   P^T  = exp2(S^T scale log2 e - lse), masked where the tile needs it; dS^T = P^T (dP^T - D) scale
@@ -15,6 +15,10 @@
 //                       both operands MN-major: warpgroup w takes head-dim columns 64w .. 64w + 63;
 //                       added to the accumulator with red.global.add.v2.f32
 // dK and dV stay in registers for the whole walk (64 + 64 floats a thread) and are stored at the end.
+// The one block-wide barrier of a step stands between dS^T's stores and dQ: past it, both warpgroups
+// are done with the step before, so its stage takes the loads of the step after next, and dS^T is
+// double-buffered; no barrier stands at the step's top, so a warpgroup may start its S^T while the
+// other still adds the step before's dQ (measured -3.5% against a barrier there: docs/perf/NOTES.md).
 // Shared tiles are the 128-byte-swizzled layout TMA writes (64-element column blocks, rows of 128
 // bytes); dS^T is written in that layout by the threads and fenced to the async proxy.
 #pragma once
@@ -173,8 +177,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
   // This thread's two keys (h = 0, 1: + 8) within the block.
   const int key_local = wg * 64 + warp * 16 + g;
 
-  // The walk: step = head_in_group * tiles_per_head + tile, as counters. load_at runs two steps
-  // ahead of the step being computed.
+  // The walk: step = head_in_group * tiles_per_head + tile, as counters. The loads (load_next) run
+  // two steps ahead of the step being computed.
   int load_head = 0, load_tile = 0;
   auto load_next = [&](int step) {  // loads step `step` (the counters' position) into its stage
     load_step(load_head, load_tile, step % Traits::kStages);
