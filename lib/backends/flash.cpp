@@ -184,6 +184,15 @@ kernels::FlashParams dense_flash_params(const AttentionProblem& problem, const A
   return params;
 }
 
+// The backward's workspace in flash_bwd_workspace_floats' order (both variants): the fp32 dQ
+// accumulator, then D = rowsum(dO O), then lse in log2 units.
+void bind_backward_workspace(const AttentionShape& s, float* workspace, kernels::FlashBwdParams& params) {
+  const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
+  params.dq_accum = workspace;
+  params.d_sum = params.dq_accum + rows * s.head_dim;
+  params.lse_log2 = params.d_sum + rows;
+}
+
 // The split-KV decode path (kernels/decode) both flash variants take for decode problems
 // (is_decode): the split count from the device's SMs and the kernel's blocks per SM, the
 // workspace of partial outputs, and the launch. `backend` names the caller in its messages.
@@ -289,10 +298,7 @@ class FlashBackend final : public AttentionBackend {
     if (!backward_problem_ || !(*backward_problem_ == problem))
       throw std::logic_error("flash:fa2: run_backward() of a problem before prepare() of that problem");
     kernels::FlashBwdParams params = flash_bwd_params(problem, buffers);
-    params.dq_accum = backward_workspace_.as<float>();
-    const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
-    params.d_sum = params.dq_accum + rows * s.head_dim;
-    params.lse_log2 = params.d_sum + rows;
+    bind_backward_workspace(s, backward_workspace_.as<float>(), params);
     params.tail = backward_tail_;
     if (backward_tail_.blocks > 0) {
       params.tail_parts = params.dq_accum + kernels::flash_bwd_tail_parts_offset(s);
@@ -415,10 +421,7 @@ class FlashHopperBackend final : public AttentionBackend {
     if (!backward_problem_ || !(*backward_problem_ == problem))
       throw std::logic_error("flash:hopper: run_backward() of a problem before prepare() of that problem");
     kernels::FlashBwdParams params = flash_bwd_params(problem, buffers);
-    params.dq_accum = backward_workspace_.as<float>();
-    const long long rows = static_cast<long long>(s.batch) * s.heads * s.seq_q;
-    params.d_sum = params.dq_accum + rows * s.head_dim;
-    params.lse_log2 = params.d_sum + rows;
+    bind_backward_workspace(s, backward_workspace_.as<float>(), params);
     kernels::flash_hopper_backward(params, problem.dtype, s.head_dim, stream);
     CUDA_CHECK_LAUNCH();
   }
