@@ -149,8 +149,6 @@ bool flash_hopper_bwd_has_kernel(DType dtype, int head_dim) {
   return (dtype == DType::bf16 || dtype == DType::fp16) && head_dim == 128;
 }
 
-int flash_hopper_bwd_smem_bytes() { return BwdTraits128::kSmemBytes; }
-
 cudaError_t flash_hopper_bwd_prepare(DType dtype, int head_dim) {
   return with_bwd_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::prepare(); });
 }

@@ -30,7 +30,6 @@ void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, 
 // wgmma main kernel (flash_hopper_bwd_kernel.cuh) and flash_bwd's dQ conversion. bf16 and fp16 at
 // head dim 128 (flash_hopper_bwd_has_kernel); dense layouts as FlashBwdParams says, GQA, any mask.
 bool flash_hopper_bwd_has_kernel(DType dtype, int head_dim);
-int flash_hopper_bwd_smem_bytes();
 cudaError_t flash_hopper_bwd_prepare(DType dtype, int head_dim);
 // Encodes the TMA descriptors of q, dO, k and v (a failure throws std::runtime_error naming the
 // call and the tensor) and enqueues the three kernels; params needs dq_accum, d_sum and lse_log2

@@ -211,9 +211,8 @@ TEST(CudnnBackwardChecks, GradientsOfOtherInputsFailVerification) {
 }
 
 // Every backend but flash:hopper (its backward is head dim 128's only) has a backward for a plain
-// dense problem at head dim 64,
-// and a problem out of its reach gets a reason, never a fake pass: bias (none takes a dBias) and
-// fp32 where only 16-bit kernels exist.
+// dense problem at head dim 64, and a problem out of its reach gets a reason, never a fake pass:
+// bias (none takes a dBias) and fp32 where only 16-bit kernels exist.
 TEST(BackwardRefusals, EveryBackendHasOneAndSaysWhyWhereNot) {
   const AttentionProblem p = problem_of({1, 2, 2, 64, 64, 64, CausalMode::none, DType::bf16});
   AttentionProblem with_bias = p;
