@@ -9,11 +9,11 @@
 #include <cstdint>
 
 #include "core/mask_bounds.hpp"
+#include "common/log2e.hpp"
 #include "efficient/efficient.hpp"
 
 namespace attnprof::kernels::efficient {
 
-constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 __device__ __forceinline__ std::uint32_t smem_address(const void* pointer) {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/log2e.hpp"
 #include "core/mask_bounds.hpp"
 #include "flash/flash_fwd_kernel.cuh"  // the PTX wrappers (cp.async, ldmatrix, mma.sync, ex2)
 #include "flash_bwd/flash_bwd.hpp"
@@ -46,8 +47,6 @@ using flash::ldmatrix_x4_trans;
 using flash::mma_16816;
 using flash::pack2;
 using flash::shared_address;
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 // Four floats as four elements of the input's type, for one 8-byte store (dQ out of its fp32
 // accumulator).

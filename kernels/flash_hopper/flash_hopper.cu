@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/element_type.cuh"
+#include "common/log2e.hpp"
 #include "common/static_switch.hpp"
 #include "flash_bwd/flash_bwd_order.hpp"
 #include "flash_hopper/flash_hopper.hpp"
@@ -172,7 +173,7 @@ void flash_hopper_backward(const FlashBwdParams& params, DType dtype, int head_d
   p.seq_q = params.seq_q;
   p.seq_kv = params.seq_kv;
   p.scale = params.scale;
-  p.scale_log2 = params.scale * 1.4426950408889634f;
+  p.scale_log2 = params.scale * kLog2e;
   p.mask = params.mask;
   const FlashBwdGrid g = flash_bwd_grid(params.mask, params.seq_kv, params.heads_kv, params.batch);
   flash_bwd_pre_pass(params, dtype, head_dim, stream);
