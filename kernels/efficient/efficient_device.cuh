@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "core/mask_bounds.hpp"
 #include "common/log2e.hpp"
+#include "core/mask_bounds.hpp"
 #include "efficient/efficient.hpp"
 
 namespace attnprof::kernels::efficient {
