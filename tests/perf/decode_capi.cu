@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/log2e.hpp"
 #include "decode/decode.hpp"
 #include "decode/decode_instances.hpp"
 
@@ -60,7 +61,7 @@ int attnprof_decode_run(const void* q, const void* k, const void* v, void* o, in
   p.seq_q = 1;
   p.seq_kv = seq_kv;
   p.scale = 1.0f / std::sqrt(128.0f);
-  p.scale_log2 = p.scale * 1.4426950408889634f;  // log2(e)
+  p.scale_log2 = p.scale * attnprof::kernels::kLog2e;
   p.splits = splits;
   if (splits > 1) {
     p.partial_o = workspace;
