@@ -7,8 +7,10 @@ attnprof_decode_capi`) through ctypes and runs our kernels on PyTorch's own q, k
 read the same bytes at the same addresses and are timed by the same code (CUDA events around each
 call, median). Rounds alternate the sides. Our output is checked against PyTorch's cuDNN first.
 bf16, head dim 128, one query row, no mask; GB/s counts Q, K, V read once and O written once.
+Several libraries (two builds of the kernel, an A/B) are timed in the same rounds, on the same
+tensors, each under its file name.
 
-Usage: decode_same_buffers.py LIBRARY [--rounds 3] [--iters 300] [--backends cudnn,flash]"""
+Usage: decode_same_buffers.py LIBRARY [LIBRARY ...] [--rounds 3] [--iters 300] [--backends cudnn,flash]"""
 import argparse
 import ctypes
 import os
@@ -43,13 +45,18 @@ def checked(lib, status, what):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("library", help="path to libattnprof_decode_capi.so")
+    parser.add_argument("library", nargs="+", help="path to libattnprof_decode_capi.so (several: timed side by side)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--backends", default="cudnn,flash")
     args = parser.parse_args()
-    lib = load(args.library)
+    libs = {}
+    for path in args.library:
+        name = os.path.basename(path)
+        if name in libs or name in BACKENDS:
+            raise RuntimeError(f"{path}: two sides named {name}; give the libraries distinct file names")
+        libs[name] = load(path)
     torch.manual_seed(0)
     chosen = args.backends.split(",")
     for b, h, hkv, skv, d in DECODE:
@@ -59,43 +66,54 @@ def main():
         q = torch.rand(b, h, 1, d, device="cuda", dtype=torch.bfloat16) * 2 - 1
         k, v = (torch.rand(b, hkv, skv, d, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(2))
         o = torch.empty_like(q)
-        status = ctypes.c_int(0)
-        splits = lib.attnprof_decode_splits(b, hkv, skv, ctypes.byref(status))
-        checked(lib, status.value, "attnprof_decode_splits")
-        workspace = torch.empty(max(1, lib.attnprof_decode_workspace_floats(b, h, splits)), device="cuda",
-                                dtype=torch.float32)
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        ours, splits = {}, {}
+        for name, lib in libs.items():
+            status = ctypes.c_int(0)
+            splits[name] = lib.attnprof_decode_splits(b, hkv, skv, ctypes.byref(status))
+            checked(lib, status.value, f"{name}: attnprof_decode_splits")
+            workspace = torch.empty(max(1, lib.attnprof_decode_workspace_floats(b, h, splits[name])), device="cuda",
+                                    dtype=torch.float32)
 
-        def ours():
-            checked(lib, lib.attnprof_decode_run(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h, hkv,
-                                                 skv, splits, workspace.data_ptr(), stream), "attnprof_decode_run")
+            def run(lib=lib, name=name, workspace=workspace):
+                checked(lib, lib.attnprof_decode_run(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h,
+                                                     hkv, skv, splits[name], workspace.data_ptr(), stream),
+                        f"{name}: attnprof_decode_run")
+
+            ours[name] = run
 
         def theirs(name):
             with sdpa_kernel(BACKENDS[name]):
                 return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
-        o.fill_(float("nan"))
-        ours()
         reference = theirs("cudnn" if "cudnn" in chosen else chosen[0])
-        error = (o.float() - reference.float()).abs().max().item()
-        if not error < 2e-2:  # NaN fails too
-            raise RuntimeError(f"{label}: ours differs from PyTorch by {error}")
+        errors = {}
+        for name, run in ours.items():
+            o.fill_(float("nan"))
+            run()
+            errors[name] = (o.float() - reference.float()).abs().max().item()
+            if not errors[name] < 2e-2:  # NaN fails too
+                raise RuntimeError(f"{label}: {name} differs from PyTorch by {errors[name]}")
         nbytes = decode_bytes(b, h, hkv, skv, d)
-        times = {"ours": []} | {name: [] for name in chosen}
+        times = {name: [] for name in ours} | {name: [] for name in chosen}
         for _ in range(args.rounds):
-            times["ours"].append(time_us(ours, args.warmup, args.iters))
+            for name, run in ours.items():
+                times[name].append(time_us(run, args.warmup, args.iters))
             for name in chosen:
                 times[name].append(time_us(lambda name=name: theirs(name), args.warmup, args.iters))
-        print(f"{label} (splits {splits}, max |ours - PyTorch| {error:.1e})")
+        print(f"{label} (splits " + ", ".join(f"{name} {n}" for name, n in splits.items()) +
+              "; max |ours - PyTorch| " + ", ".join(f"{name} {e:.1e}" for name, e in errors.items()) + ")")
+        width = max(len(name) for name in times)
         for side, values in times.items():
             gbps = nbytes / statistics.median(values) / 1e3
-            print(f"  {side:6s} " + " / ".join(f"{t:.2f}" for t in values) + f" us  {gbps:.0f} GB/s")
+            print(f"  {side:{width}s} " + " / ".join(f"{t:.2f}" for t in values) + f" us  {gbps:.0f} GB/s")
         best = min(chosen, key=lambda name: statistics.median(times[name]))
-        ratio = statistics.median(times[best]) / statistics.median(times["ours"])
-        per_round = [t / o_ for t, o_ in zip(times[best], times["ours"])]
-        print(f"  ours vs best PyTorch ({best}): {ratio:.4f}x (rounds " + ", ".join(f"{r:.4f}" for r in per_round) + ")",
-              flush=True)
-        del q, k, v, o, workspace
+        for name in ours:
+            ratio = statistics.median(times[best]) / statistics.median(times[name])
+            per_round = [t / o_ for t, o_ in zip(times[best], times[name])]
+            print(f"  {name} vs best PyTorch ({best}): {ratio:.4f}x (rounds " +
+                  ", ".join(f"{r:.4f}" for r in per_round) + ")", flush=True)
+        del q, k, v, o, ours, reference
         torch.cuda.empty_cache()
     return 0
 
