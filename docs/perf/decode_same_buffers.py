@@ -8,7 +8,7 @@ read the same bytes at the same addresses and are timed by the same code (CUDA e
 call, median). Rounds alternate the sides. Our output is checked against PyTorch's cuDNN first.
 bf16, head dim 128, one query row, no mask; GB/s counts Q, K, V read once and O written once.
 Several libraries (two builds of the kernel, an A/B) are timed in the same rounds, on the same
-tensors, each under its file name.
+tensors, each under its file name; docs/perf/decode_ab_libs.sh builds one per git revision.
 
 Usage: decode_same_buffers.py LIBRARY [LIBRARY ...] [--rounds 3] [--iters 300] [--backends cudnn,flash]"""
 import argparse
