@@ -43,7 +43,7 @@ for spec in "$@"; do
   generated=$ROOT/build/lib/generated
   [ -d "$generated" ] || { echo "$0: $generated missing: run cmake -S . -B build first" >&2; exit 2; }
   echo "== $name ($rev)"
-  if ! "$NVCC" -O3 -DNDEBUG --generate-code=arch=compute_$ARCH,code=[compute_$ARCH,sm_$ARCH] \
+  if ! "$NVCC" -O3 -DNDEBUG "--generate-code=arch=compute_${ARCH},code=[compute_${ARCH},sm_${ARCH}]" \
       --expt-relaxed-constexpr -std=c++17 -I"$src/kernels" -I"$src/lib" -I"$generated" \
       -Xcompiler -fPIC -shared -Xptxas -v "$src/tests/perf/decode_capi.cu" \
       "$src/kernels/decode/decode_fwd_bf16_d128.cu" -o "$TMP/lib$name.so" > "$TMP/$name.log" 2>&1; then
