@@ -4,7 +4,7 @@
 #   docs/perf/decode_ab_libs.sh carry/libs main=HEAD trim=.
 #   (on the device) python3 docs/perf/decode_same_buffers.py carry/libs/libmain.so carry/libs/libtrim.so
 # Each argument is NAME=REV: REV a git revision, or "." for the working tree as it is (uncommitted
-# changes included). The result is OUTDIR/libNAME.so, stripped (about 0.5 MB each). ptxas's
+# changes included). The result is OUTDIR/libNAME.so, stripped (about 0.8 MB each). ptxas's
 # register and spill counts are printed for each, since a change in them is the first thing to
 # read when two builds differ.
 # Environment: NVCC (default /usr/local/cuda/bin/nvcc), ARCH (default 90).
