@@ -7,7 +7,8 @@
 # changes included). The result is OUTDIR/libNAME.so, stripped (about 0.8 MB each). ptxas's
 # register and spill counts are printed for each, since a change in them is the first thing to
 # read when two builds differ.
-# Environment: NVCC (default /usr/local/cuda/bin/nvcc), ARCH (default 90).
+# The flags are those of the attnprof_decode_capi target in tests/CMakeLists.txt (Release): change
+# both together. Environment: NVCC (default /usr/local/cuda/bin/nvcc), ARCH (default 90).
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 OUTDIR NAME=REV [NAME=REV ...]   (REV: a git revision, or . for the working tree)" >&2
@@ -18,6 +19,9 @@ ARCH=${ARCH:-90}
 ROOT=$(git rev-parse --show-toplevel)
 OUTDIR=$1
 shift
+# The generated headers (lib/generated) come from a configured tree, as the CMake target's do.
+generated=$ROOT/build/lib/generated
+[ -d "$generated" ] || { echo "$0: $generated missing: run cmake -S . -B build first" >&2; exit 2; }
 mkdir -p "$OUTDIR"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -39,9 +43,6 @@ for spec in "$@"; do
     mkdir -p "$src"
     git -C "$ROOT" archive "$rev" kernels lib tests/perf | tar xf - -C "$src"
   fi
-  # The generated headers (lib/generated) come from a configured tree, as the CMake target's do.
-  generated=$ROOT/build/lib/generated
-  [ -d "$generated" ] || { echo "$0: $generated missing: run cmake -S . -B build first" >&2; exit 2; }
   echo "== $name ($rev)"
   if ! "$NVCC" -O3 -DNDEBUG "--generate-code=arch=compute_${ARCH},code=[compute_${ARCH},sm_${ARCH}]" \
       --expt-relaxed-constexpr -std=c++17 -I"$src/kernels" -I"$src/lib" -I"$generated" \
