@@ -105,6 +105,8 @@ __device__ __forceinline__ void copy_key_tile(const DecodeParams& p, uint32_t st
   const KeyRows rows = key_rows<Traits::kHeadDim>(p, b, kv_head, key0);
   const auto* k = static_cast<const Element*>(p.k) + rows.first;
   const auto* v = static_cast<const Element*>(p.v) + rows.first;
+  // Each K/V byte is read once: evict-first keeps the stream from displacing what is reused.
+  const uint64_t policy = flash::l2_evict_first_policy();
 #pragma unroll
   for (int pass = 0; pass < kPasses; ++pass) {
     const int index = pass * 32 + lane;
@@ -113,8 +115,8 @@ __device__ __forceinline__ void copy_key_tile(const DecodeParams& p, uint32_t st
     const bool valid = key0 + row < kv_len;
     const int64_t offset = valid ? row * rows.stride + chunk * 8 : 0;
     const uint32_t dst = static_cast<uint32_t>(row * Traits::kRowBytes + ((chunk ^ (row & 7)) << 4));
-    cp_async_16_zfill(stage + dst, k + offset, valid);
-    cp_async_16_zfill(stage + Traits::kTileBytes + dst, v + offset, valid);
+    cp_async_16_zfill(stage + dst, k + offset, valid, policy);
+    cp_async_16_zfill(stage + Traits::kTileBytes + dst, v + offset, valid, policy);
   }
 }
 

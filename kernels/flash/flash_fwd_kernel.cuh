@@ -52,6 +52,22 @@ __device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src,
                : "memory");
 }
 
+// An L2 cache policy that marks every line it touches evict-first: for data read exactly once
+// (a decode kernel's K/V stream), so it leaves L2 before anything that is read again.
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
+// As cp_async_16_zfill, with an L2 cache policy from l2_evict_first_policy().
+__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, bool valid, uint64_t policy) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "l"(policy)
+               : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most kPending of this thread's committed groups are still in flight.
