@@ -148,7 +148,7 @@ __device__ __forceinline__ void finish_tail_part(const FlashBwdParams& p, int j,
 // A part of a block's walk, the tail kernel's (flash_bwd_tail_plan): tail block j, steps
 // [walk_begin, walk_end) of its row tiles, walked by tail CTA `cta`.
 struct WalkPart {
-  int key_block, kv_head, b;
+  FlashBwdBlock block;
   int j, walk_begin, walk_end, cta;
 };
 
@@ -172,10 +172,11 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
   const int lane = tid & 31;
   const int warp = tid >> 5;
   // The block's key block, K/V head and sequence (the grid's order: flash_bwd_grid).
-  const bool heavy_first = flash_bwd_heavy_first(p.mask, flash_bwd_key_blocks(p.seq_kv));
-  const int key_block = kPart ? part.key_block : static_cast<int>(heavy_first ? blockIdx.z : blockIdx.x);
-  const int kv_head = kPart ? part.kv_head : static_cast<int>(heavy_first ? blockIdx.x : blockIdx.y);
-  const int b = kPart ? part.b : static_cast<int>(heavy_first ? blockIdx.y : blockIdx.z);
+  const FlashBwdBlock block =
+      kPart ? part.block : flash_bwd_block(p.mask, p.seq_kv, blockIdx.x, blockIdx.y, blockIdx.z);
+  const int key_block = block.key_block;
+  const int kv_head = block.kv_head;
+  const int b = block.b;
   const int key0 = key_block * kBlockN;
   const int keys_here = min(kBlockN, p.seq_kv - key0);
   const int64_t kv_offset = ((static_cast<int64_t>(b) * p.heads_kv + kv_head) * p.seq_kv + key0) * kHeadDim;
@@ -673,9 +674,7 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_tail_kern
     part.walk_end = static_cast<int>(min(static_cast<long long>(t.steps), run_end - block_start));
     part.cta = cta;
     const int linear = t.first_block + part.j;
-    part.key_block = linear % key_blocks;
-    part.kv_head = (linear / key_blocks) % p.heads_kv;
-    part.b = linear / key_blocks / p.heads_kv;
+    part.block = {linear % key_blocks, (linear / key_blocks) % p.heads_kv, linear / key_blocks / p.heads_kv};
     __syncthreads();  // every warp is done with the previous part's shared memory
     dq_dk_dv_block<Traits, true>(p, part);
     s = block_start + part.walk_end;

@@ -52,6 +52,19 @@ inline FlashBwdGrid flash_bwd_grid(const MaskBounds& m, int seq_kv, int heads_kv
   return {u(key_blocks), u(heads_kv), u(batch)};
 }
 
+// A main-kernel block's place in the problem: its key block, K/V head and sequence.
+struct FlashBwdBlock {
+  int key_block = 0, kv_head = 0, b = 0;
+};
+
+// The inverse of flash_bwd_grid: the block at (x, y, z) of that grid.
+ATTNPROF_HOST_DEVICE inline FlashBwdBlock flash_bwd_block(const MaskBounds& m, int seq_kv, unsigned x, unsigned y,
+                                                          unsigned z) {
+  const auto i = [](unsigned v) { return static_cast<int>(v); };
+  if (flash_bwd_heavy_first(m, flash_bwd_key_blocks(seq_kv))) return {i(z), i(x), i(y)};
+  return {i(x), i(y), i(z)};
+}
+
 // Query rows per step of the main kernel: 128 for flash (not fused) at head dim 64, else 64.
 ATTNPROF_HOST_DEVICE constexpr int flash_bwd_step_rows(int head_dim, bool fused) {
   return !fused && head_dim == 64 ? 2 * kFlashBwdBlockRows : kFlashBwdBlockRows;

@@ -115,10 +115,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
   const int t = lane % 4;  // its column pair
 
   // The block's key block, K/V head and sequence (flash_bwd_grid's order).
-  const bool heavy_first = flash_bwd_heavy_first(p.mask, flash_bwd_key_blocks(p.seq_kv));
-  const int key_block = static_cast<int>(heavy_first ? blockIdx.z : blockIdx.x);
-  const int kv_head = static_cast<int>(heavy_first ? blockIdx.x : blockIdx.y);
-  const int b = static_cast<int>(heavy_first ? blockIdx.y : blockIdx.z);
+  const FlashBwdBlock block = flash_bwd_block(p.mask, p.seq_kv, blockIdx.x, blockIdx.y, blockIdx.z);
+  const int key_block = block.key_block;
+  const int kv_head = block.kv_head;
+  const int b = block.b;
   const int key0 = key_block * kBlockN;
   const int keys_here = min(kBlockN, p.seq_kv - key0);
   const int bh_kv = b * p.heads_kv + kv_head;

@@ -83,6 +83,34 @@ TEST(FlashBwdOrder, TheKeyBlocksGoOnZHeaviestFirstAndOnXOtherwise) {
   EXPECT_EQ(plain.z, 5u);
 }
 
+// flash_bwd_block undoes flash_bwd_grid: every block of the grid lands on a distinct (key block,
+// K/V head, sequence), and together they are all of them; heaviest first, z is the key block.
+TEST(FlashBwdOrder, EachGridBlockIsOneKeyBlockHeadAndSequence) {
+  const int seq_kv = 1000, heads_kv = 3, batch = 5, key_blocks = 8;
+  for (bool causal : {true, false}) {
+    const MaskBounds m =
+        causal ? mask_bounds(problem(777, seq_kv, true, MaskAlignment::bottom_right, {})) : MaskBounds{};
+    const FlashBwdGrid g = flash_bwd_grid(m, seq_kv, heads_kv, batch);
+    std::vector<int> seen(static_cast<std::size_t>(key_blocks) * heads_kv * batch, 0);
+    for (unsigned z = 0; z < g.z; ++z)
+      for (unsigned y = 0; y < g.y; ++y)
+        for (unsigned x = 0; x < g.x; ++x) {
+          const FlashBwdBlock block = flash_bwd_block(m, seq_kv, x, y, z);
+          ASSERT_GE(block.key_block, 0);
+          ASSERT_LT(block.key_block, key_blocks);
+          ASSERT_GE(block.kv_head, 0);
+          ASSERT_LT(block.kv_head, heads_kv);
+          ASSERT_GE(block.b, 0);
+          ASSERT_LT(block.b, batch);
+          if (causal) {
+            EXPECT_EQ(block.key_block, static_cast<int>(z));
+          }
+          ++seen[(static_cast<std::size_t>(block.b) * heads_kv + block.kv_head) * key_blocks + block.key_block];
+        }
+    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << (causal ? "causal" : "no mask") << " #" << i;
+  }
+}
+
 // The tail plan's runs: every step of every tail block walked by exactly one CTA; the CTAs of a
 // block are flash_bwd_tail_ctas's; the slots of the parts (runs that do not cover their block
 // whole) are distinct and below 2 ctas.
