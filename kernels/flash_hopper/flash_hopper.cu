@@ -102,6 +102,23 @@ cudaError_t flash_hopper_prepare(DType dtype, int head_dim) {
   return with_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::prepare(); });
 }
 
+namespace {
+// The fields both kernels share, from the forward's FlashParams or the backward's FlashBwdParams.
+template <typename Params>
+hopper::HopperProblem hopper_problem(const Params& params, float scale_log2) {
+  hopper::HopperProblem problem;
+  problem.heads = params.heads;
+  problem.heads_kv = params.heads_kv;
+  problem.group_size = params.group_size;
+  problem.seq_q = params.seq_q;
+  problem.seq_kv = params.seq_kv;
+  problem.scale = params.scale;
+  problem.scale_log2 = scale_log2;
+  problem.mask = params.mask;
+  return problem;
+}
+}  // namespace
+
 void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, cudaStream_t stream) {
   hopper::HopperKernelParams p;
   const long long bh_q = static_cast<long long>(params.batch) * params.heads;
@@ -116,14 +133,7 @@ void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, 
     throw std::runtime_error("flash:hopper: the output O is not 16-byte aligned");
   p.o = params.o;
   p.lse = params.lse;
-  p.heads = params.heads;
-  p.heads_kv = params.heads_kv;
-  p.group_size = params.group_size;
-  p.seq_q = params.seq_q;
-  p.seq_kv = params.seq_kv;
-  p.scale = params.scale;
-  p.scale_log2 = params.scale_log2;
-  p.mask = params.mask;
+  p.problem = hopper_problem(params, params.scale_log2);
   const long long m_blocks = (params.seq_q + Traits128::kBlockM - 1) / Traits128::kBlockM;
   const long long work_tiles = m_blocks * bh_q;
   if (work_tiles > 0x7fffffffLL)
@@ -167,14 +177,7 @@ void flash_hopper_backward(const FlashBwdParams& params, DType dtype, int head_d
   p.dq_accum = params.dq_accum;
   p.dk = params.dk;
   p.dv = params.dv;
-  p.heads = params.heads;
-  p.heads_kv = params.heads_kv;
-  p.group_size = params.group_size;
-  p.seq_q = params.seq_q;
-  p.seq_kv = params.seq_kv;
-  p.scale = params.scale;
-  p.scale_log2 = params.scale * kLog2e;
-  p.mask = params.mask;
+  p.problem = hopper_problem(params, params.scale * kLog2e);
   const FlashBwdGrid g = flash_bwd_grid(params.mask, params.seq_kv, params.heads_kv, params.batch);
   flash_bwd_pre_pass(params, dtype, head_dim, stream);
   if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure

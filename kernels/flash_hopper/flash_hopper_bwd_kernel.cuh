@@ -80,14 +80,7 @@ struct HopperBwdParams {
   float* dq_accum = nullptr;  // [batch, heads, seq_q, head_dim] fp32, zeroed by the pre-pass
   void* dk = nullptr;         // [batch, heads_kv, seq_kv, head_dim]
   void* dv = nullptr;
-  int heads = 0;
-  int heads_kv = 0;
-  int group_size = 1;
-  int seq_q = 0;
-  int seq_kv = 0;
-  float scale = 0.f;
-  float scale_log2 = 0.f;
-  MaskBounds mask;
+  HopperProblem problem;
 };
 
 // Makes this thread's generic-proxy shared-memory writes visible to the async proxy (wgmma reading
@@ -115,20 +108,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
   const int t = lane % 4;  // its column pair
 
   // The block's key block, K/V head and sequence (flash_bwd_grid's order).
-  const FlashBwdBlock block = flash_bwd_block(p.mask, p.seq_kv, blockIdx.x, blockIdx.y, blockIdx.z);
+  const FlashBwdBlock block = flash_bwd_block(p.problem.mask, p.problem.seq_kv, blockIdx.x, blockIdx.y, blockIdx.z);
   const int key_block = block.key_block;
   const int kv_head = block.kv_head;
   const int b = block.b;
   const int key0 = key_block * kBlockN;
-  const int keys_here = min(kBlockN, p.seq_kv - key0);
-  const int bh_kv = b * p.heads_kv + kv_head;
+  const int keys_here = min(kBlockN, p.problem.seq_kv - key0);
+  const int bh_kv = b * p.problem.heads_kv + kv_head;
 
   // The query rows whose band reaches these keys, in tiles of kBlockM; every head of the group.
   int first_row = 0, last_row = -1;
-  flash_bwd_query_span(p.mask, key0, key0 + keys_here - 1, p.seq_q, &first_row, &last_row);
+  flash_bwd_query_span(p.problem.mask, key0, key0 + keys_here - 1, p.problem.seq_q, &first_row, &last_row);
   const int tile0 = first_row / kBlockM;
   const int tiles_per_head = last_row >= first_row ? last_row / kBlockM + 1 - tile0 : 0;
-  const int steps = tiles_per_head * p.group_size;
+  const int steps = tiles_per_head * p.problem.group_size;
 
   const uint32_t bar_kv = base + Traits::kOffBarriers;
   auto bar_full = [&](int stage) { return bar_kv + 8 * (1 + stage); };
@@ -142,7 +135,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
   // A step's Q and dO tiles by TMA (thread 0) and its rows' lse and D by cp.async (threads 0-127;
   // rows past seq_q get 0 for both, and the element mask zeroes their P).
   auto load_step = [&](int head_in_group, int tile, int stage) {
-    const int bh = b * p.heads + kv_head * p.group_size + head_in_group;
+    const int bh = b * p.problem.heads + kv_head * p.problem.group_size + head_in_group;
     const int row0 = (tile0 + tile) * kBlockM;
     if (tid == 0) {
       mbarrier_arrive_expect_tx(bar_full(stage), 2 * Traits::kQBytes);
@@ -156,8 +149,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
     }
     if (tid < 2 * kBlockM) {
       const int r = tid % kBlockM;
-      const bool ok = row0 + r < p.seq_q;
-      const float* src = (tid < kBlockM ? p.lse_log2 : p.d_sum) + (ok ? static_cast<int64_t>(bh) * p.seq_q + row0 + r : 0);
+      const bool ok = row0 + r < p.problem.seq_q;
+      const float* src =
+          (tid < kBlockM ? p.lse_log2 : p.d_sum) + (ok ? static_cast<int64_t>(bh) * p.problem.seq_q + row0 + r : 0);
       const uint32_t dst = base + (tid < kBlockM ? Traits::kOffLse : Traits::kOffDsum) + (stage * kBlockM + r) * 4;
       asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
     }
@@ -234,7 +228,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
   for (int step = 0; step < steps; ++step) {
     const int stage = step % Traits::kStages;
     const int row0 = (tile0 + tile) * kBlockM;
-    const int h = kv_head * p.group_size + head_in_group;
+    const int h = kv_head * p.problem.group_size + head_in_group;
     if (++tile == tiles_per_head) {
       tile = 0;
       ++head_in_group;
@@ -252,19 +246,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
     issue_sdp(stage);
     wgmma_wait<1>();
     fence_registers(s);
-    const bool whole = row0 + kBlockM <= p.seq_q && key0 + kBlockN <= p.seq_kv && p.mask.sees(row0 + kBlockM - 1, key0) &&
-                       p.mask.sees(row0, key0 + kBlockN - 1);
+    const bool whole = row0 + kBlockM <= p.problem.seq_q && key0 + kBlockN <= p.problem.seq_kv &&
+                       p.problem.mask.sees(row0 + kBlockM - 1, key0) && p.problem.mask.sees(row0, key0 + kBlockN - 1);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float2 lse = *reinterpret_cast<const float2*>(lse_t + 8 * j + 2 * t);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float& x = s[4 * j + e];
-        x = fast_exp2(fmaf(x, p.scale_log2, -((e & 1) ? lse.y : lse.x)));
+        x = fast_exp2(fmaf(x, p.problem.scale_log2, -((e & 1) ? lse.y : lse.x)));
         if (!whole) {
           const int key = key0 + key_local + 8 * (e >> 1);
           const int query = row0 + 8 * j + 2 * t + (e & 1);
-          if (!(key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key))) x = 0.f;
+          if (!(key < p.problem.seq_kv && query < p.problem.seq_q && p.problem.mask.sees(query, key))) x = 0.f;
         }
       }
     }
@@ -275,7 +269,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
     for (int j = 0; j < 8; ++j) {
       const float2 d = *reinterpret_cast<const float2*>(dsum_t + 8 * j + 2 * t);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dp[4 * j + e] = s[4 * j + e] * (dp[4 * j + e] - ((e & 1) ? d.y : d.x)) * p.scale;
+      for (int e = 0; e < 4; ++e)
+        dp[4 * j + e] = s[4 * j + e] * (dp[4 * j + e] - ((e & 1) ? d.y : d.x)) * p.problem.scale;
     }
     // As A fragments (k16 step kk takes accumulator chunks 2 kk and 2 kk + 1), and dS^T to shared
     // memory as [key][query row], 128-byte swizzled: chunk j of row key at chunk j ^ (key % 8).
@@ -339,11 +334,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
     fence_registers(dsa);
 
     // dQ rows warp * 16 + g (+ 8), columns 64 wg + 8 j + 2 t: two floats a reduction.
-    const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q;
+    const int64_t row_base = (static_cast<int64_t>(b) * p.problem.heads + h) * p.problem.seq_q;
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int query = row0 + warp * 16 + g + 8 * hh;
-      if (query >= p.seq_q) continue;
+      if (query >= p.problem.seq_q) continue;
       float* dst = p.dq_accum + (row_base + query) * kHeadDim + wg * Traits::kDqCols + 2 * t;
 #pragma unroll
       for (int j = 0; j < 8; ++j)
@@ -355,7 +350,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 
   // dK and dV of the block's keys: rows key_local (+ 8), columns 8 j + 2 t.
-  const int64_t kv_offset = (static_cast<int64_t>(bh_kv) * p.seq_kv + key0) * kHeadDim;
+  const int64_t kv_offset = (static_cast<int64_t>(bh_kv) * p.problem.seq_kv + key0) * kHeadDim;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int key = key_local + 8 * hh;

@@ -66,6 +66,19 @@ struct HopperTraits {
   static_assert(kAtomBytesKV % 1024 == 0, "K/V slots stay 1024-byte aligned for the 128-byte swizzle");
 };
 
+// The problem's sizes, softmax scale and mask, as both Hopper kernels (forward and backward) read
+// them.
+struct HopperProblem {
+  int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;  // heads / heads_kv
+  int seq_q = 0;
+  int seq_kv = 0;
+  float scale = 0.f;
+  float scale_log2 = 0.f;  // scale * log2(e): the kernels exponentiate in base 2
+  MaskBounds mask;
+};
+
 // What the launch passes (by value, __grid_constant__: TMA reads the descriptors in place).
 struct HopperKernelParams {
   CUtensorMap q_map;  // [batch * heads][seq_q][head_dim], boxes of 64 x 128 x 1
@@ -73,14 +86,7 @@ struct HopperKernelParams {
   CUtensorMap v_map;
   void* o = nullptr;
   float* lse = nullptr;
-  int heads = 0;
-  int heads_kv = 0;
-  int group_size = 1;
-  int seq_q = 0;
-  int seq_kv = 0;
-  float scale = 0.f;
-  float scale_log2 = 0.f;
-  MaskBounds mask;
+  HopperProblem problem;
   int work_tiles = 0;  // query tiles x heads x batch
 };
 
@@ -163,16 +169,17 @@ __device__ __forceinline__ WorkTile work_tile(const HopperKernelParams& p, int t
   WorkTile w;
   const int heads_batches = p.work_tiles / m_blocks;
   int bh;
-  if (p.mask.bounded()) {
+  if (p.problem.mask.bounded()) {
     w.m_block = m_blocks - 1 - t / heads_batches;
     bh = t % heads_batches;
   } else {
     bh = t / m_blocks;
     w.m_block = m_blocks - 1 - (t - bh * m_blocks);
   }
-  w.head = bh % p.heads;
-  w.batch = bh / p.heads;
-  w.keys = key_tiles(p.mask, p.seq_q, p.seq_kv, w.m_block * Traits::kBlockM, Traits::kBlockM, Traits::kBlockN);
+  w.head = bh % p.problem.heads;
+  w.batch = bh / p.problem.heads;
+  w.keys = key_tiles(p.problem.mask, p.problem.seq_q, p.problem.seq_kv, w.m_block * Traits::kBlockM, Traits::kBlockM,
+                     Traits::kBlockN);
   return w;
 }
 
@@ -202,8 +209,8 @@ struct Progress {
 template <typename Traits>
 __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t base, Barriers<Traits> bars,
                                         const WorkTile& w, const WorkTile& next, bool has_next, Progress& progress) {
-  const int bh_q = w.batch * p.heads + w.head;
-  const int bh_kv = w.batch * p.heads_kv + w.head / p.group_size;
+  const int bh_q = w.batch * p.problem.heads + w.head;
+  const int bh_kv = w.batch * p.problem.heads_kv + w.head / p.problem.group_size;
   // Key tile n of K or V into ring slot s, once the consumers have emptied it.
   auto load_tile = [&](int offset, const CUtensorMap* map, uint32_t empty, uint32_t full, int s, uint32_t phase, int n) {
     mbarrier_wait_sleep(empty, phase ^ 1);
@@ -238,7 +245,7 @@ __device__ __forceinline__ void produce(const HopperKernelParams& p, uint32_t ba
     if (Traits::kPrefetchQ && has_next && n == (w.keys.begin + w.keys.end) / 2)
 #pragma unroll
       for (int a = 0; a < Traits::kAtoms; ++a)
-        tma_prefetch_l2_3d(&p.q_map, 64 * a, next.m_block * Traits::kBlockM, next.batch * p.heads + next.head);
+        tma_prefetch_l2_3d(&p.q_map, 64 * a, next.m_block * Traits::kBlockM, next.batch * p.problem.heads + next.head);
   }
 }
 
@@ -291,7 +298,7 @@ struct ConsumerSteps {
       for (int e = 0; e < 4; ++e) {
         const int key = n * Traits::kBlockN + 8 * j + col0 + (e & 1);
         const int row = row0 + 8 * (e >> 1);
-        if (key >= p.seq_kv || !p.mask.sees(row, key)) s_acc[4 * j + e] = -INFINITY;
+        if (key >= p.problem.seq_kv || !p.problem.mask.sees(row, key)) s_acc[4 * j + e] = -INFINITY;
       }
   }
 
@@ -389,7 +396,8 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
   // This thread's two rows (h = 0, 1: +8) and its first key column within a tile.
   const int row0 = w.m_block * Traits::kBlockM + consumer * Traits::kWarpgroupRows + warp * 16 + lane / 4;
   const int col0 = 2 * (lane % 4);
-  const int wg_last_row = min(w.m_block * Traits::kBlockM + (consumer + 1) * Traits::kWarpgroupRows, p.seq_q) - 1;
+  const int wg_last_row =
+      min(w.m_block * Traits::kBlockM + (consumer + 1) * Traits::kWarpgroupRows, p.problem.seq_q) - 1;
   auto slot = [](int i) { return i % Traits::kStages; };
   auto k_slot = [&](int i) { return base + Traits::kOffK + slot(i) * Traits::kTileBytes; };
   auto v_slot = [&](int i) { return base + Traits::kOffV + slot(i) * Traits::kTileBytes; };
@@ -433,7 +441,7 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     release(bars.empty_k(slot(i)));
     if (tiles.end - tiles.begin == 1) release(bars.empty_q());
     Steps::mask(s_acc, p, tiles, tiles.begin, row0, col0);
-    Steps::softmax(s_acc, row_max, row_sum, correction, p.scale_log2);
+    Steps::softmax(s_acc, row_max, row_sum, correction, p.problem.scale_log2);
     Steps::convert(s_acc, pa);
     ++i;
     for (int n = tiles.begin + 1; n < tiles.end; ++n, ++i) {
@@ -458,7 +466,7 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
       release(bars.empty_k(slot(i)));
       if (n == tiles.end - 1) release(bars.empty_q());
       Steps::mask(s_acc, p, tiles, n, row0, col0);
-      Steps::softmax(s_acc, row_max, row_sum, correction, p.scale_log2);
+      Steps::softmax(s_acc, row_max, row_sum, correction, p.problem.scale_log2);
       event(kSoftmaxDone);
       wgmma_wait<0>();
       fence_registers(o);
@@ -477,7 +485,8 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     wgmma_fence();
     // Only the k16 steps up to the warpgroup's last visible key (none when it lies before this
     // tile): past it P is 0 (the tail of seq_kv, the upper warpgroup on the causal diagonal).
-    const int last_steps = (p.mask.last_key(wg_last_row, p.seq_kv) - (tiles.end - 1) * Traits::kBlockN) / 16 + 1;
+    const int last_steps =
+        (p.problem.mask.last_key(wg_last_row, p.problem.seq_kv) - (tiles.end - 1) * Traits::kBlockN) / 16 + 1;
     Steps::issue_pv(o, pa, v_slot(i - 1), last_steps);
     wgmma_commit();
     pass_turn(consumer);  // turns run on across work tiles: each consumer takes tiles + 1 per tile
@@ -491,8 +500,8 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
 
   // Epilogue: O / l straight from registers, 16 bytes per store; the logsumexp (natural log) of
   // each row.
-  const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + w.head;
-  Element* out = static_cast<Element*>(p.o) + bh * p.seq_q * kHeadDim;
+  const int64_t bh = static_cast<int64_t>(w.batch) * p.problem.heads + w.head;
+  Element* out = static_cast<Element*>(p.o) + bh * p.problem.seq_q * kHeadDim;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float sum = row_sum[h];
@@ -500,8 +509,8 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inverse = sum > 0.f ? 1.f / sum : 0.f;
     const int row = row0 + 8 * h;
-    if (p.lse != nullptr && lane % 4 == 0 && row < p.seq_q)
-      p.lse[bh * p.seq_q + row] = sum > 0.f ? row_max[h] * p.scale + logf(sum) : -INFINITY;
+    if (p.lse != nullptr && lane % 4 == 0 && row < p.problem.seq_q)
+      p.lse[bh * p.problem.seq_q + row] = sum > 0.f ? row_max[h] * p.problem.scale + logf(sum) : -INFINITY;
     Element* out_row = out + static_cast<int64_t>(row) * kHeadDim;
 #pragma unroll
     for (int m = 0; m < kHeadDim / 32; ++m) {
@@ -514,7 +523,7 @@ __device__ __forceinline__ void consume(const HopperKernelParams& p, uint32_t ba
         v[c] = pack2<Element>(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
       }
       quad_transpose(v, lane);
-      if (row < p.seq_q)
+      if (row < p.problem.seq_q)
         *reinterpret_cast<uint4*>(out_row + 32 * m + 8 * (lane % 4)) = make_uint4(v[0], v[1], v[2], v[3]);
     }
   }
@@ -530,7 +539,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(c
   const uint32_t raw = smem_address(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   const Barriers<Traits> bars{base + Traits::kOffBarriers};
-  const int m_blocks = (p.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  const int m_blocks = (p.problem.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;
   // This block's k-th work tile, -1 when done.
   auto tile_at = [&](int k) {
     return persistent_tile(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), p.work_tiles);
