@@ -53,10 +53,11 @@ __device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src,
 }
 
 // An L2 cache policy that marks every line it touches evict-first: for data read exactly once
-// (a decode kernel's K/V stream), so it leaves L2 before anything that is read again.
+// (a decode kernel's K/V stream), so it leaves L2 before anything that is read again. Not
+// volatile: the policy is a pure value, so the compiler may build it once and keep it.
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 }
 
