@@ -23,7 +23,6 @@ inline Unsupported flash_bwd_unsupported(const char* backend, const AttentionPro
 }
 
 inline kernels::FlashBwdParams flash_bwd_params(const AttentionProblem& problem, const BackwardBuffers& buffers) {
-  const AttentionShape& s = problem.shape;
   kernels::FlashBwdParams params;
   params.q = buffers.q;
   params.k = buffers.k;
@@ -34,14 +33,7 @@ inline kernels::FlashBwdParams flash_bwd_params(const AttentionProblem& problem,
   params.dq = buffers.dq;
   params.dk = buffers.dk;
   params.dv = buffers.dv;
-  params.batch = s.batch;
-  params.heads = s.heads;
-  params.heads_kv = s.kv_heads();
-  params.group_size = s.group_size();
-  params.seq_q = s.seq_q;
-  params.seq_kv = s.seq_kv;
-  params.scale = problem.softmax_scale();
-  params.mask = mask_bounds(problem);
+  params.problem = kernels::kernel_problem(problem);
   return params;
 }
 
