@@ -54,6 +54,18 @@ std::string overhead_kind_name(CUpti_ActivityOverheadKind kind) {
   }
 }
 
+// The fields every CUPTI GPU record (kernel, memcpy, memset) names alike: the interval, where it
+// ran and the correlation id that ties it to its API call.
+template <class Record>
+void copy_gpu_fields(const Record* r, trace::GpuActivity& g) {
+  g.start_ns = r->start;
+  g.end_ns = r->end;
+  g.device = r->deviceId;
+  g.context = r->contextId;
+  g.stream = r->streamId;
+  g.correlation = r->correlationId;
+}
+
 const std::string& demangled(RecordConversion& state, const char* mangled) {
   auto it = state.demangled.find(mangled);
   if (it == state.demangled.end()) it = state.demangled.emplace(mangled, demangle(mangled)).first;
@@ -92,13 +104,8 @@ void convert_record(const CUpti_Activity& record, RecordConversion& state) {
       const auto* r = static_cast<const CUpti_ActivityKernel10*>(raw);
       if (!valid_times(r->start, r->end)) return;
       trace::KernelActivity k;
+      copy_gpu_fields(r, k);
       k.name = demangled(state, r->name);
-      k.start_ns = r->start;
-      k.end_ns = r->end;
-      k.device = r->deviceId;
-      k.context = r->contextId;
-      k.stream = r->streamId;
-      k.correlation = r->correlationId;
       k.grid = {r->gridX, r->gridY, r->gridZ};
       k.block = {r->blockX, r->blockY, r->blockZ};
       k.cluster = {static_cast<int>(r->clusterX), static_cast<int>(r->clusterY), static_cast<int>(r->clusterZ)};
@@ -116,16 +123,11 @@ void convert_record(const CUpti_Activity& record, RecordConversion& state) {
       const auto* r = static_cast<const CUpti_ActivityMemcpy6*>(raw);
       if (!valid_times(r->start, r->end)) return;
       trace::MemcpyActivity m;
+      copy_gpu_fields(r, m);
       m.kind = memcpy_kind(r->copyKind);
       m.src_memory = memory_kind_name(r->srcKind);
       m.dst_memory = memory_kind_name(r->dstKind);
       m.bytes = r->bytes;
-      m.start_ns = r->start;
-      m.end_ns = r->end;
-      m.device = r->deviceId;
-      m.context = r->contextId;
-      m.stream = r->streamId;
-      m.correlation = r->correlationId;
       state.batch.memcpys.push_back(std::move(m));
       return;
     }
@@ -133,15 +135,10 @@ void convert_record(const CUpti_Activity& record, RecordConversion& state) {
       const auto* r = static_cast<const CUpti_ActivityMemset4*>(raw);
       if (!valid_times(r->start, r->end)) return;
       trace::MemsetActivity m;
+      copy_gpu_fields(r, m);
       m.bytes = r->bytes;
       m.value = r->value;
       m.memory = memory_kind_name(r->memoryKind);
-      m.start_ns = r->start;
-      m.end_ns = r->end;
-      m.device = r->deviceId;
-      m.context = r->contextId;
-      m.stream = r->streamId;
-      m.correlation = r->correlationId;
       state.batch.memsets.push_back(std::move(m));
       return;
     }

@@ -484,16 +484,29 @@ std::uint32_t u32(std::optional<std::int64_t> v, std::uint32_t fallback = 0) {
   return v ? static_cast<std::uint32_t>(*v) : fallback;
 }
 
+// What every GPU event carries, as ChromeTraceWriter writes it: the interval, where it ran (a
+// trace without device and stream args, Kineto's, has them as the track's pid and tid), the
+// correlation id, the launch API and the sweep tag.
+void read_gpu_fields(const TraceEvent& e, std::uint64_t start, std::uint64_t end, GpuActivity& g) {
+  const TraceEventArgs& a = e.args;
+  g.start_ns = start;
+  g.end_ns = end;
+  g.device = a.device ? u32(a.device) : static_cast<std::uint32_t>(e.pid);
+  g.context = u32(a.context);
+  g.stream = a.stream ? u32(a.stream) : static_cast<std::uint32_t>(e.tid);
+  g.correlation = u32(a.correlation);
+  g.launch_api = a.launch_api.value_or("");
+  g.tag = tag_of(a);
+}
+
 }  // namespace
 
-KernelActivity TraceEventConverter::kernel(const TraceEvent& e, const TraceDocument& doc) {
+KernelActivity TraceEventConverter::kernel(const TraceEvent& e, const TraceDocument& doc, std::uint64_t start,
+                                           std::uint64_t end) {
   const TraceEventArgs& a = e.args;
   KernelActivity k;
+  read_gpu_fields(e, start, end, k);
   k.name = e.name;
-  k.device = a.device ? u32(a.device) : static_cast<std::uint32_t>(e.pid);
-  k.context = u32(a.context);
-  k.stream = a.stream ? u32(a.stream) : static_cast<std::uint32_t>(e.tid);
-  k.correlation = u32(a.correlation);
   k.grid = a.grid.value_or(std::array<int, 3>{0, 0, 0});
   k.block = a.block.value_or(std::array<int, 3>{0, 0, 0});
   if (a.cluster) k.cluster = *a.cluster;
@@ -516,8 +529,6 @@ KernelActivity TraceEventConverter::kernel(const TraceEvent& e, const TraceDocum
   k.dram_throughput_percent = a.dram_throughput_percent;
   if (a.dram_gb_per_second) k.dram_bytes_per_second = *a.dram_gb_per_second * 1e9;
   k.tensor_pipe_percent = a.tensor_pipe_percent;
-  k.launch_api = a.launch_api.value_or("");
-  k.tag = tag_of(a);
   return k;
 }
 
@@ -528,40 +539,21 @@ std::optional<Activity> TraceEventConverter::convert(const TraceEvent& e, const 
   const std::uint64_t end = start + static_cast<std::uint64_t>(std::max<std::int64_t>(0, e.dur_ns.value_or(0)));
   const TraceEventArgs& a = e.args;
 
-  if (cat == "kernel") {
-    KernelActivity k = kernel(e, doc);
-    k.start_ns = start;
-    k.end_ns = end;
-    return k;
-  }
+  if (cat == "kernel") return kernel(e, doc, start, end);
   if (cat == "gpu_memcpy") {
     MemcpyActivity m;
+    read_gpu_fields(e, start, end, m);
     parse_memcpy_name(e.name, m.kind, m.src_memory, m.dst_memory);
     if (a.copy_kind) m.kind = parse_memcpy_kind(*a.copy_kind);
     m.bytes = static_cast<std::uint64_t>(a.bytes.value_or(0));
-    m.start_ns = start;
-    m.end_ns = end;
-    m.device = a.device ? u32(a.device) : static_cast<std::uint32_t>(e.pid);
-    m.context = u32(a.context);
-    m.stream = a.stream ? u32(a.stream) : static_cast<std::uint32_t>(e.tid);
-    m.correlation = u32(a.correlation);
-    m.launch_api = a.launch_api.value_or("");
-    m.tag = tag_of(a);
     return m;
   }
   if (cat == "gpu_memset") {
     MemsetActivity m;
+    read_gpu_fields(e, start, end, m);
     m.bytes = static_cast<std::uint64_t>(a.bytes.value_or(0));
     m.value = u32(a.value);
     m.memory = parse_memset_memory(e.name);
-    m.start_ns = start;
-    m.end_ns = end;
-    m.device = a.device ? u32(a.device) : static_cast<std::uint32_t>(e.pid);
-    m.context = u32(a.context);
-    m.stream = a.stream ? u32(a.stream) : static_cast<std::uint32_t>(e.tid);
-    m.correlation = u32(a.correlation);
-    m.launch_api = a.launch_api.value_or("");
-    m.tag = tag_of(a);
     return m;
   }
   if (cat == "cuda_runtime" || cat == "cuda_driver") {

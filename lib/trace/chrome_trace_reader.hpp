@@ -121,7 +121,7 @@ class TraceEventConverter {
 
  private:
   std::uint64_t to_ns(std::int64_t ts_ns, const TraceDocument& document);
-  KernelActivity kernel(const TraceEvent& e, const TraceDocument& document);
+  KernelActivity kernel(const TraceEvent& e, const TraceDocument& document, std::uint64_t start, std::uint64_t end);
 
   std::optional<std::int64_t> shift_;  // added to every ts: baseTimeNanoseconds for relative traces
   std::optional<DeviceProperties> fallback_device_;

@@ -324,22 +324,34 @@ void ChromeTraceWriter::write_track(std::uint32_t pid, std::uint32_t tid) {
   put_int(buffer_, tid);
 }
 
-void ChromeTraceWriter::write_gpu_ids(std::uint32_t device, std::uint32_t context, std::uint32_t stream,
-                                      std::uint32_t correlation) {
-  put(buffer_, ",\"args\":{\"device\":");
-  put_int(buffer_, device);
-  put(buffer_, ",\"context\":");
-  put_int(buffer_, context);
-  put(buffer_, ",\"stream\":");
-  put_int(buffer_, stream);
-  put(buffer_, ",\"correlation\":");
-  put_int(buffer_, correlation);
+void ChromeTraceWriter::begin_gpu_event(const GpuActivity& g) {
+  ensure_gpu_track(g.device, g.stream);
+  begin_event();
 }
 
-void ChromeTraceWriter::write_launch_api(const std::string& api) {
-  if (api.empty()) return;
-  put(buffer_, ",\"launch api\":");
-  append_json_string(buffer_, api);
+void ChromeTraceWriter::write_gpu_placement(const GpuActivity& g) {
+  write_track(gpu_pid(g.device), g.stream);
+  append_ts(g.start_ns);
+  append_dur(g.start_ns, g.end_ns);
+  put(buffer_, ",\"args\":{\"device\":");
+  put_int(buffer_, g.device);
+  put(buffer_, ",\"context\":");
+  put_int(buffer_, g.context);
+  put(buffer_, ",\"stream\":");
+  put_int(buffer_, g.stream);
+  put(buffer_, ",\"correlation\":");
+  put_int(buffer_, g.correlation);
+}
+
+void ChromeTraceWriter::end_gpu_event(const GpuActivity& g) {
+  if (!g.launch_api.empty()) {
+    put(buffer_, ",\"launch api\":");
+    append_json_string(buffer_, g.launch_api);
+  }
+  write_case_args(g.tag);
+  put(buffer_, "}}");
+  if (source_.automatic_flows && !g.launch_api.empty()) write_flow_end(g.correlation, g.start_ns, g.device, g.stream);
+  flush_if_large();
 }
 
 ChromeTraceWriter::KernelShape ChromeTraceWriter::KernelShape::of(const KernelActivity& k) {
@@ -445,15 +457,10 @@ void ChromeTraceWriter::format_kernel_shape_args(const KernelActivity& k) {
 }
 
 void ChromeTraceWriter::write(const KernelActivity& k) {
-  ensure_gpu_track(k.device, k.stream);
-  begin_event();
+  begin_gpu_event(k);
   put(buffer_, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":");
   append_json_string(buffer_, k.name);
-  write_track(gpu_pid(k.device), k.stream);
-  append_ts(k.start_ns);
-  append_dur(k.start_ns, k.end_ns);
-
-  write_gpu_ids(k.device, k.context, k.stream, k.correlation);
+  write_gpu_placement(k);
   write_kernel_shape_args(k);
   if (has_finite(k.achieved_occupancy_percent)) {
     put(buffer_, ",\"achieved occupancy %\":");
@@ -471,16 +478,11 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
     put(buffer_, ",\"tensor pipe active %\":");
     put_fixed(buffer_, *k.tensor_pipe_percent, 2);
   }
-  write_launch_api(k.launch_api);
-  write_case_args(k.tag);
-  put(buffer_, "}}");
-  if (source_.automatic_flows && !k.launch_api.empty()) write_flow_end(k.correlation, k.start_ns, k.device, k.stream);
-  flush_if_large();
+  end_gpu_event(k);
 }
 
 void ChromeTraceWriter::write(const MemcpyActivity& m) {
-  ensure_gpu_track(m.device, m.stream);
-  begin_event();
+  begin_gpu_event(m);
   // The name, "Memcpy DtoD (Device -> Device)", escaped piece by piece: no string is built.
   put(buffer_, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy ");
   put(buffer_, to_string(m.kind));
@@ -489,11 +491,8 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
   put(buffer_, " -> ");
   append_json_text(buffer_, m.dst_memory);
   put(buffer_, ")\"");
-  write_track(gpu_pid(m.device), m.stream);
-  append_ts(m.start_ns);
-  append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
-  write_gpu_ids(m.device, m.context, m.stream, m.correlation);
+  write_gpu_placement(m);
   put(buffer_, ",\"bytes\":");
   put_int(buffer_, m.bytes);
   put(buffer_, ",\"memory bandwidth (GB/s)\":");
@@ -501,35 +500,23 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
   put(buffer_, ",\"copy kind\":\"");
   put(buffer_, to_string(m.kind));
   put(buffer_, "\"");
-  write_launch_api(m.launch_api);
-  write_case_args(m.tag);
-  put(buffer_, "}}");
-  if (source_.automatic_flows && !m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
-  flush_if_large();
+  end_gpu_event(m);
 }
 
 void ChromeTraceWriter::write(const MemsetActivity& m) {
-  ensure_gpu_track(m.device, m.stream);
-  begin_event();
+  begin_gpu_event(m);
   put(buffer_, "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (");
   append_json_text(buffer_, m.memory);
   put(buffer_, ")\"");
-  write_track(gpu_pid(m.device), m.stream);
-  append_ts(m.start_ns);
-  append_dur(m.start_ns, m.end_ns);
   const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
-  write_gpu_ids(m.device, m.context, m.stream, m.correlation);
+  write_gpu_placement(m);
   put(buffer_, ",\"bytes\":");
   put_int(buffer_, m.bytes);
   put(buffer_, ",\"value\":");
   put_int(buffer_, m.value);
   put(buffer_, ",\"memory bandwidth (GB/s)\":");
   put_fixed(buffer_, ns > 0 ? m.bytes / ns : 0.0, 3);
-  write_launch_api(m.launch_api);
-  write_case_args(m.tag);
-  put(buffer_, "}}");
-  if (source_.automatic_flows && !m.launch_api.empty()) write_flow_end(m.correlation, m.start_ns, m.device, m.stream);
-  flush_if_large();
+  end_gpu_event(m);
 }
 
 void ChromeTraceWriter::write(const ApiCall& call) {

@@ -134,8 +134,12 @@ class ChromeTraceWriter {
   void write_flow_start(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t thread);
   void write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device, std::uint32_t stream);
   void write_track(std::uint32_t pid, std::uint32_t tid);  // ,"pid":..,"tid":.."
-  void write_gpu_ids(std::uint32_t device, std::uint32_t context, std::uint32_t stream, std::uint32_t correlation);
-  void write_launch_api(const std::string& api);
+  // A GPU event (kernel, memcpy, memset): begin_gpu_event, "{..."name":..", write_gpu_placement
+  // (track, ts, dur, and the args object opened with the ids), its own args, end_gpu_event
+  // (launch API, case args, the closing braces and the ac2g flow's end).
+  void begin_gpu_event(const GpuActivity& g);
+  void write_gpu_placement(const GpuActivity& g);
+  void end_gpu_event(const GpuActivity& g);
   void write_kernel_shape_args(const KernelActivity& kernel);
   void format_kernel_shape_args(const KernelActivity& kernel);
   void append_ts(std::uint64_t ns);

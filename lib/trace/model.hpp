@@ -27,14 +27,21 @@ struct SweepTag {
   int iteration = -1;   // for Phase::iteration: 0..N-1; for warmup: 0..W-1
 };
 
-struct KernelActivity {
-  std::string name;  // demangled
+// What every GPU activity (kernel, memcpy, memset) carries: when and where it ran, the API call
+// that launched it (by correlation id) and its place in the sweep.
+struct GpuActivity {
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;
   std::uint32_t device = 0;
   std::uint32_t context = 0;
   std::uint32_t stream = 0;
   std::uint32_t correlation = 0;
+  std::string launch_api;  // "cudaLaunchKernel", "cuLaunchKernelEx", ...
+  SweepTag tag;
+};
+
+struct KernelActivity : GpuActivity {
+  std::string name;  // demangled
   std::array<int, 3> grid{};
   std::array<int, 3> block{};
   std::array<int, 3> cluster{};
@@ -50,41 +57,23 @@ struct KernelActivity {
   std::optional<double> dram_throughput_percent;     // from --metrics dram: % of peak DRAM throughput
   std::optional<double> dram_bytes_per_second;       // from --metrics dram
   std::optional<double> tensor_pipe_percent;         // from --metrics tensor: % of active cycles the tensor pipe was busy
-  std::string launch_api;  // "cudaLaunchKernel", "cuLaunchKernelEx", ...
-  SweepTag tag;
 };
 
 enum class MemcpyKind : std::uint8_t { unknown, HtoD, DtoH, HtoA, AtoH, AtoA, AtoD, DtoA, DtoD, HtoH, PtoP };
 const char* to_string(MemcpyKind kind);
 MemcpyKind parse_memcpy_kind(const std::string& text);
 
-struct MemcpyActivity {
+struct MemcpyActivity : GpuActivity {
   MemcpyKind kind = MemcpyKind::unknown;
   std::string src_memory;  // "Device", "Pageable", "Pinned", ...
   std::string dst_memory;
   std::uint64_t bytes = 0;
-  std::uint64_t start_ns = 0;
-  std::uint64_t end_ns = 0;
-  std::uint32_t device = 0;
-  std::uint32_t context = 0;
-  std::uint32_t stream = 0;
-  std::uint32_t correlation = 0;
-  std::string launch_api;
-  SweepTag tag;
 };
 
-struct MemsetActivity {
+struct MemsetActivity : GpuActivity {
   std::uint64_t bytes = 0;
   std::uint32_t value = 0;
   std::string memory;  // "Device", ...
-  std::uint64_t start_ns = 0;
-  std::uint64_t end_ns = 0;
-  std::uint32_t device = 0;
-  std::uint32_t context = 0;
-  std::uint32_t stream = 0;
-  std::uint32_t correlation = 0;
-  std::string launch_api;
-  SweepTag tag;
 };
 
 enum class ApiDomain : std::uint8_t { runtime, driver };
