@@ -12,6 +12,10 @@
 
 namespace attnprof::kernels {
 
+// The order is not free: with scale_log2 before the mask and no head_dim, FA2 backward's tail and
+// fused kernels (at 255 registers) spilled and flash:hopper backward's register count moved
+// (ptxas -v of every instance file against the separate structs this replaced); this order gives
+// the registers and spills those structs did.
 struct KernelProblem {
   int batch = 0;
   int heads = 0;
@@ -20,8 +24,9 @@ struct KernelProblem {
   int seq_q = 0;       // a ragged batch's longest sequence
   int seq_kv = 0;
   float scale = 0.f;       // softmax scale applied to q.k
-  float scale_log2 = 0.f;  // scale * log2(e): the kernels exponentiate in base 2
   MaskBounds mask;         // causal and window bounds, either alignment (unbounded: every key)
+  float scale_log2 = 0.f;  // scale * log2(e): the kernels exponentiate in base 2
+  int head_dim = 0;  // the others' template parameter; efficient reads it at run time
 };
 
 // The sizes (the maxima of a ragged batch), the softmax scale and the mask of `problem`.
@@ -37,6 +42,7 @@ inline KernelProblem kernel_problem(const AttentionProblem& problem) {
   k.scale = problem.softmax_scale();
   k.scale_log2 = k.scale * kLog2e;
   k.mask = mask_bounds(problem);
+  k.head_dim = s.head_dim;
   return k;
 }
 

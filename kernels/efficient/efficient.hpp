@@ -26,9 +26,8 @@ struct ForwardParams {
   void* o = nullptr;
   float* lse = nullptr;
   const float* bias = nullptr;
-  KernelProblem problem;
-  int head_dim = 0;  // multiple of 8, 8..256
-  int bias_ld = 0;   // floats between bias rows (seq_kv)
+  int bias_ld = 0;        // floats between bias rows (seq_kv)
+  KernelProblem problem;  // head_dim: a multiple of 8, 8..256
   const int* seq_lens_q = nullptr;     // [batch] device; null: every sequence has seq_q rows
   const int* seq_lens_kv = nullptr;    // [batch] device; null: every sequence has seq_kv keys
   const int* cu_seqlens_q = nullptr;   // [batch + 1] device; null: q and o dense

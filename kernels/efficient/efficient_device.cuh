@@ -131,11 +131,11 @@ __device__ __forceinline__ SequenceView dense_view(const ForwardParams& p, int b
   v.kv_len = p.problem.seq_kv;
   v.mask = p.problem.mask;
   v.lse_offset = (static_cast<std::int64_t>(b) * p.problem.heads + h) * p.problem.seq_q;
-  v.q_offset = v.lse_offset * p.head_dim;
+  v.q_offset = v.lse_offset * p.problem.head_dim;
   v.kv_offset =
-      (static_cast<std::int64_t>(b) * p.problem.heads_kv + h / p.problem.group_size) * p.problem.seq_kv * p.head_dim;
-  v.q_ld = p.head_dim;
-  v.kv_ld = p.head_dim;
+      (static_cast<std::int64_t>(b) * p.problem.heads_kv + h / p.problem.group_size) * p.problem.seq_kv * p.problem.head_dim;
+  v.q_ld = p.problem.head_dim;
+  v.kv_ld = p.problem.head_dim;
   return v;
 }
 
@@ -150,18 +150,18 @@ __device__ __forceinline__ SequenceView sequence_view(const ForwardParams& p, in
   const int h_kv = h / p.problem.group_size;
   v.lse_offset = (static_cast<std::int64_t>(b) * p.problem.heads + h) * p.problem.seq_q;
   if (p.cu_seqlens_q != nullptr) {
-    v.q_offset = (static_cast<std::int64_t>(p.cu_seqlens_q[b]) * p.problem.heads + h) * p.head_dim;
-    v.q_ld = p.problem.heads * p.head_dim;
+    v.q_offset = (static_cast<std::int64_t>(p.cu_seqlens_q[b]) * p.problem.heads + h) * p.problem.head_dim;
+    v.q_ld = p.problem.heads * p.problem.head_dim;
   } else {
-    v.q_offset = v.lse_offset * p.head_dim;
-    v.q_ld = p.head_dim;
+    v.q_offset = v.lse_offset * p.problem.head_dim;
+    v.q_ld = p.problem.head_dim;
   }
   if (p.cu_seqlens_kv != nullptr) {
-    v.kv_offset = (static_cast<std::int64_t>(p.cu_seqlens_kv[b]) * p.problem.heads_kv + h_kv) * p.head_dim;
-    v.kv_ld = p.problem.heads_kv * p.head_dim;
+    v.kv_offset = (static_cast<std::int64_t>(p.cu_seqlens_kv[b]) * p.problem.heads_kv + h_kv) * p.problem.head_dim;
+    v.kv_ld = p.problem.heads_kv * p.problem.head_dim;
   } else {
-    v.kv_offset = (static_cast<std::int64_t>(b) * p.problem.heads_kv + h_kv) * p.problem.seq_kv * p.head_dim;
-    v.kv_ld = p.head_dim;
+    v.kv_offset = (static_cast<std::int64_t>(b) * p.problem.heads_kv + h_kv) * p.problem.seq_kv * p.problem.head_dim;
+    v.kv_ld = p.problem.head_dim;
   }
   return v;
 }

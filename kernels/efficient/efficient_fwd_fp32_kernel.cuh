@@ -47,7 +47,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
   // sees a key (the block then writes zeros).
   const KeyTiles tiles = key_tiles(p.problem.mask, p.problem.seq_q, p.problem.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
 
-  const int chunks_valid = p.head_dim / 4;
+  const int chunks_valid = p.problem.head_dim / 4;
   if (tiles.begin < tiles.end) {  // else nothing is loaded: no copy is left in flight at exit
     load_fp32_tile<Tr, Tr::kBlockM>(s_q, q, min(Tr::kBlockM, p.problem.seq_q - m0), chunks_valid, seq.q_ld, tid);
     cp_async_commit();
@@ -60,7 +60,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
     for (int j = 0; j < Tr::kColGroups; ++j) o[r][j][0] = o[r][j][1] = o[r][j][2] = o[r][j][3] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
-  const float scale_log2 = p.problem.scale_log2;
+  const float scale_log2 = p.problem.scale * kLog2e;
   const int rows[2] = {m0 + lane_group, m0 + lane_group + 32};
 
   for (int tile = tiles.begin; tile < tiles.end; ++tile) {
@@ -77,7 +77,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
     // Scores: 2 rows x 4 keys per thread, float4 steps along the head dim (padding is zero).
     float s[2][kKeysPerThread] = {};
 #pragma unroll 2
-    for (int c = 0; c < p.head_dim; c += 4) {
+    for (int c = 0; c < p.problem.head_dim; c += 4) {
       const float4 q0 = ld_shared_f4(s_q + (lane_group * Tr::kLd + c) * 4);
       const float4 q1 = ld_shared_f4(s_q + ((lane_group + 32) * Tr::kLd + c) * 4);
 #pragma unroll
@@ -156,7 +156,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
 #pragma unroll
     for (int j = 0; j < Tr::kColGroups; ++j) {
       const int c = 4 * col + 32 * j;
-      if (c < p.head_dim)
+      if (c < p.problem.head_dim)
         *reinterpret_cast<float4*>(out + seq.q_offset + static_cast<std::int64_t>(rows[r]) * seq.q_ld + c) =
             make_float4(o[r][j][0] * inv_sum, o[r][j][1] * inv_sum, o[r][j][2] * inv_sum, o[r][j][3] * inv_sum);
     }

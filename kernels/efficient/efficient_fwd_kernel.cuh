@@ -327,7 +327,7 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
   // the keys. begin == end when no row of the block sees a key: it writes zeros.
   const KeyTiles tiles = key_tiles(p.problem.mask, p.problem.seq_q, p.problem.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
 
-  const int chunks_valid = p.head_dim / 8;
+  const int chunks_valid = p.problem.head_dim / 8;
   load_tile<Tr::kBlockM, Tr::kChunks, Tr::kThreads>(s_q, q, min(Tr::kBlockM, p.problem.seq_q - m0), chunks_valid,
                                                      seq.q_ld, tid);
   if (tiles.begin < tiles.end) {
@@ -346,7 +346,7 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
   for (int db = 0; db < kDB; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
-  const float scale_log2 = p.problem.scale_log2;
+  const float scale_log2 = p.problem.scale * kLog2e;
 
   cp_async_wait_all();
   __syncthreads();

@@ -248,7 +248,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
   if (steps > 0) load_step(head_begin, tile_begin, 0);
   cp_async_commit();
 
-  const float scale_log2 = p.problem.scale_log2;
+  const float scale_log2 = p.problem.scale * kLog2e;
   const int g = lane >> 2;  // the C fragment's row within the warp's 16 (and + 8)
   const int t = lane & 3;   // its column pair
   int next_head = head_begin, next_tile = tile_begin, next_walked = tile_begin - tile_start;

@@ -124,7 +124,6 @@ class EfficientBackend final : public AttentionBackend {
     params.lse = buffers.lse;
     params.bias = problem.has_bias ? buffers.bias : nullptr;
     params.problem = kernels::kernel_problem(problem);
-    params.head_dim = problem.shape.head_dim;
     params.bias_ld = problem.shape.seq_kv;
     if (problem.shape.ragged()) {
       params.seq_lens_q = buffers.seq_lens_q;

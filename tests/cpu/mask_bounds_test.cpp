@@ -72,6 +72,7 @@ TEST(KernelProblem, CarriesTheSizesScaleAndMaskOfTheProblem) {
   EXPECT_EQ(g.group_size, 3);
   EXPECT_EQ(g.seq_q, 17);
   EXPECT_EQ(g.seq_kv, 40);
+  EXPECT_EQ(g.head_dim, 128);
   EXPECT_FLOAT_EQ(g.scale, 1.f / std::sqrt(128.f));
   EXPECT_EQ(g.scale_log2, g.scale * 1.4426950408889634f);
   EXPECT_FALSE(g.mask.bounded());
