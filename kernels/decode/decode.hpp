@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "common/kernel_problem.hpp"
+#include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 #include "decode/decode_split.hpp"
 
@@ -26,11 +26,17 @@ struct DecodeParams {
   const int* cu_seqlens_q = nullptr;   // [batch + 1] when q/o are packed
   const int* cu_seqlens_kv = nullptr;  // [batch + 1] when k/v are packed
   const int* block_table = nullptr;    // [batch, pages_per_sequence] when k/v are paged
-  // seq_q, seq_kv: the longest sequence (group_size * seq_q <= kDecodeMaxRows); the mask moves per
-  // sequence (MaskBounds::for_lengths).
-  KernelProblem problem;
+  int batch = 0;
+  int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;
+  int seq_q = 0;   // the longest sequence's query rows; group_size * seq_q <= kDecodeMaxRows
+  int seq_kv = 0;  // the longest sequence's keys
   int page_size = 0;  // a multiple of kDecodeBlockKeys when paged
   int pages_per_sequence = 0;
+  float scale = 0.f;
+  float scale_log2 = 0.f;
+  MaskBounds mask;  // causal and window bounds (moved per sequence with for_lengths)
   int splits = 1;   // > 1: partial results to the workspace, then the combine kernel
   float* partial_o = nullptr;    // [splits, batch, heads, seq_q, head_dim] fp32 when split
   float* partial_lse = nullptr;  // [splits, batch, heads, seq_q] fp32 when split

@@ -70,7 +70,7 @@ struct KeyRows {
 };
 template <int kHeadDim>
 __device__ __forceinline__ KeyRows key_rows(const DecodeParams& p, int b, int kv_head, int key) {
-  const int64_t row_elems = static_cast<int64_t>(p.problem.heads_kv) * kHeadDim;
+  const int64_t row_elems = static_cast<int64_t>(p.heads_kv) * kHeadDim;
   if (p.block_table != nullptr) {
     const int page = p.block_table[static_cast<int64_t>(b) * p.pages_per_sequence + key / p.page_size];
     const int64_t token = static_cast<int64_t>(page) * p.page_size + key % p.page_size;
@@ -79,19 +79,19 @@ __device__ __forceinline__ KeyRows key_rows(const DecodeParams& p, int b, int kv
   if (p.cu_seqlens_kv != nullptr)
     return {(static_cast<int64_t>(p.cu_seqlens_kv[b]) + key) * row_elems + static_cast<int64_t>(kv_head) * kHeadDim,
             row_elems};
-  return {((static_cast<int64_t>(b) * p.problem.heads_kv + kv_head) * p.problem.seq_kv + key) * kHeadDim, kHeadDim};
+  return {((static_cast<int64_t>(b) * p.heads_kv + kv_head) * p.seq_kv + key) * kHeadDim, kHeadDim};
 }
 
 // Element offset of query row i of head h in sequence b (q and o share the layout).
 template <int kHeadDim>
 __device__ __forceinline__ int64_t query_row(const DecodeParams& p, int b, int h, int i) {
-  if (p.cu_seqlens_q != nullptr) return ((static_cast<int64_t>(p.cu_seqlens_q[b]) + i) * p.problem.heads + h) * kHeadDim;
-  return ((static_cast<int64_t>(b) * p.problem.heads + h) * p.problem.seq_q + i) * kHeadDim;
+  if (p.cu_seqlens_q != nullptr) return ((static_cast<int64_t>(p.cu_seqlens_q[b]) + i) * p.heads + h) * kHeadDim;
+  return ((static_cast<int64_t>(b) * p.heads + h) * p.seq_q + i) * kHeadDim;
 }
 
 // Row (b, h, i) of the padded [batch, heads, seq_q] index space (lse, the workspace).
 __device__ __forceinline__ int64_t padded_row(const DecodeParams& p, int b, int h, int i) {
-  return (static_cast<int64_t>(b) * p.problem.heads + h) * p.problem.seq_q + i;
+  return (static_cast<int64_t>(b) * p.heads + h) * p.seq_q + i;
 }
 
 // Issues one warp's copies of key tile `tile` (keys tile*kBlockN ...) into its stage; keys at or
@@ -142,12 +142,12 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
   const int split = static_cast<int>(blockIdx.x);
   const int kv_head = static_cast<int>(blockIdx.y);
   const int b = static_cast<int>(blockIdx.z);
-  const int q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.problem.seq_q;
-  const int kv_len = p.seq_lens_kv != nullptr ? p.seq_lens_kv[b] : p.problem.seq_kv;
-  const int group = p.problem.group_size;
+  const int q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.seq_q;
+  const int kv_len = p.seq_lens_kv != nullptr ? p.seq_lens_kv[b] : p.seq_kv;
+  const int group = p.group_size;
   const int rows = q_len * group;  // block row m: query row m / group of head kv_head * group + m % group
   if (rows == 0) return;           // a sequence with no query rows has nothing to write
-  const MaskBounds mask = p.problem.mask.for_lengths(q_len, kv_len);
+  const MaskBounds mask = p.mask.for_lengths(q_len, kv_len);
 
   // The keys any row sees: [first_key(0), last_key(q_len - 1)]; this split's share of its tiles.
   const int lo = mask.first_key(0);
@@ -246,15 +246,15 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
         }
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float max_scaled = tile_max == -INFINITY ? 0.f : tile_max * p.problem.scale_log2;
-      const float rescale = exp2_approx(row_max[h] * p.problem.scale_log2 - max_scaled);
+      const float max_scaled = tile_max == -INFINITY ? 0.f : tile_max * p.scale_log2;
+      const float rescale = exp2_approx(row_max[h] * p.scale_log2 - max_scaled);
       row_max[h] = tile_max;
       float sum = 0.f;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float prob = exp2_approx(fmaf(s[nt][2 * h + e], p.problem.scale_log2, -max_scaled));
+          const float prob = exp2_approx(fmaf(s[nt][2 * h + e], p.scale_log2, -max_scaled));
           s[nt][2 * h + e] = prob;
           sum += prob;
         }
@@ -322,7 +322,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     if (block_max != -INFINITY) {
 #pragma unroll
       for (int w = 0; w < Traits::kWarps; ++w) {
-        const float weight = exp2_approx((merge_max[w * Traits::kRows + m] - block_max) * p.problem.scale_log2);
+        const float weight = exp2_approx((merge_max[w * Traits::kRows + m] - block_max) * p.scale_log2);
         total += weight * merge_sum[w * Traits::kRows + m];
         const float* src = merge_o + (w * Traits::kRows + m) * kHeadDim + col;
 #pragma unroll
@@ -331,12 +331,11 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     }
     // A row that saw no key: zeros and -inf (log of an empty sum).
     const float inverse = total > 0.f ? 1.f / total : 0.f;
-    const float lse = total > 0.f ? block_max * p.problem.scale + logf(total) : -INFINITY;
+    const float lse = total > 0.f ? block_max * p.scale + logf(total) : -INFINITY;
     const int i = m / group;
     const int h = kv_head * group + m % group;
     if constexpr (kSplit) {
-      const int64_t row =
-          static_cast<int64_t>(split) * p.problem.batch * p.problem.heads * p.problem.seq_q + padded_row(p, b, h, i);
+      const int64_t row = static_cast<int64_t>(split) * p.batch * p.heads * p.seq_q + padded_row(p, b, h, i);
       float4* dst = reinterpret_cast<float4*>(p.partial_o + row * kHeadDim + col);
       dst[0] = make_float4(acc[0] * inverse, acc[1] * inverse, acc[2] * inverse, acc[3] * inverse);
       dst[1] = make_float4(acc[4] * inverse, acc[5] * inverse, acc[6] * inverse, acc[7] * inverse);
@@ -393,11 +392,11 @@ __global__ void __launch_bounds__(kCombineThreads) flash_decode_combine_kernel(c
   const int lane = tid & 31;
   const int warp = tid >> 5;
   const int64_t row = blockIdx.x;
-  const int64_t rows = static_cast<int64_t>(p.problem.batch) * p.problem.heads * p.problem.seq_q;
-  const int i = static_cast<int>(row % p.problem.seq_q);
-  const int h = static_cast<int>((row / p.problem.seq_q) % p.problem.heads);
-  const int b = static_cast<int>(row / (static_cast<int64_t>(p.problem.seq_q) * p.problem.heads));
-  const int q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.problem.seq_q;
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.seq_q;
+  const int i = static_cast<int>(row % p.seq_q);
+  const int h = static_cast<int>((row / p.seq_q) % p.heads);
+  const int b = static_cast<int>(row / (static_cast<int64_t>(p.seq_q) * p.heads));
+  const int q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.seq_q;
   if (i >= q_len) return;  // no such row in a packed o; its padded lse is never read
 
   if (tid < p.splits) weights[tid] = p.partial_lse[tid * rows + row];

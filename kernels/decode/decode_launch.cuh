@@ -30,8 +30,8 @@ template <DType kDType, int kHeadDim>
 void DecodeForward<kDType, kHeadDim>::launch(const DecodeParams& params, cudaStream_t stream) {
   using Traits = decode::DecodeTraitsFor<Element<kDType>, kHeadDim>;
   // Splits on x (no 65535 limit), K/V heads on y, sequences on z.
-  const dim3 grid(static_cast<unsigned>(params.splits), static_cast<unsigned>(params.problem.heads_kv),
-                  static_cast<unsigned>(params.problem.batch));
+  const dim3 grid(static_cast<unsigned>(params.splits), static_cast<unsigned>(params.heads_kv),
+                  static_cast<unsigned>(params.batch));
   if (params.splits <= 1) {
     decode::flash_decode_kernel<Traits><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
     return;
@@ -40,7 +40,7 @@ void DecodeForward<kDType, kHeadDim>::launch(const DecodeParams& params, cudaStr
   if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure
   // The combine kernel as a programmatic dependent launch (sm_90): its launch overlaps the split
   // kernel's tail; it waits for the split kernel's writes (griddepcontrol.wait) before reading.
-  const long long rows = static_cast<long long>(params.problem.batch) * params.problem.heads * params.problem.seq_q;
+  const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
   launch_dependent(decode::flash_decode_combine_kernel<Element<kDType>, kHeadDim>,
                    dim3(static_cast<unsigned>(rows)),  // one block per (b, h, i) row
                    dim3(decode::kCombineThreads), 0, stream, params);

@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "common/kernel_problem.hpp"
+#include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 
 namespace attnprof::kernels::efficient {
@@ -26,8 +26,16 @@ struct ForwardParams {
   void* o = nullptr;
   float* lse = nullptr;
   const float* bias = nullptr;
-  int bias_ld = 0;        // floats between bias rows (seq_kv)
-  KernelProblem problem;  // head_dim: a multiple of 8, 8..256
+  int batch = 0;
+  int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;  // heads / heads_kv
+  int seq_q = 0;
+  int seq_kv = 0;
+  int head_dim = 0;  // multiple of 8, 8..256
+  float scale = 0.f;
+  MaskBounds mask;  // causal and window bounds, either alignment (unbounded: every key)
+  int bias_ld = 0;   // floats between bias rows (seq_kv)
   const int* seq_lens_q = nullptr;     // [batch] device; null: every sequence has seq_q rows
   const int* seq_lens_kv = nullptr;    // [batch] device; null: every sequence has seq_kv keys
   const int* cu_seqlens_q = nullptr;   // [batch + 1] device; null: q and o dense

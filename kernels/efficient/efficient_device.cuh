@@ -127,15 +127,14 @@ struct SequenceView {
 // A dense problem: every sequence has seq_q rows and seq_kv keys, rows head_dim apart.
 __device__ __forceinline__ SequenceView dense_view(const ForwardParams& p, int b, int h) {
   SequenceView v;
-  v.q_len = p.problem.seq_q;
-  v.kv_len = p.problem.seq_kv;
-  v.mask = p.problem.mask;
-  v.lse_offset = (static_cast<std::int64_t>(b) * p.problem.heads + h) * p.problem.seq_q;
-  v.q_offset = v.lse_offset * p.problem.head_dim;
-  v.kv_offset =
-      (static_cast<std::int64_t>(b) * p.problem.heads_kv + h / p.problem.group_size) * p.problem.seq_kv * p.problem.head_dim;
-  v.q_ld = p.problem.head_dim;
-  v.kv_ld = p.problem.head_dim;
+  v.q_len = p.seq_q;
+  v.kv_len = p.seq_kv;
+  v.mask = p.mask;
+  v.lse_offset = (static_cast<std::int64_t>(b) * p.heads + h) * p.seq_q;
+  v.q_offset = v.lse_offset * p.head_dim;
+  v.kv_offset = (static_cast<std::int64_t>(b) * p.heads_kv + h / p.group_size) * p.seq_kv * p.head_dim;
+  v.q_ld = p.head_dim;
+  v.kv_ld = p.head_dim;
   return v;
 }
 
@@ -144,24 +143,24 @@ __device__ __forceinline__ SequenceView dense_view(const ForwardParams& p, int b
 // of the dense layout apart.
 __device__ __forceinline__ SequenceView sequence_view(const ForwardParams& p, int b, int h) {
   SequenceView v;
-  v.q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.problem.seq_q;
-  v.kv_len = p.seq_lens_kv != nullptr ? p.seq_lens_kv[b] : p.problem.seq_kv;
-  v.mask = p.problem.mask.for_lengths(v.q_len, v.kv_len);
-  const int h_kv = h / p.problem.group_size;
-  v.lse_offset = (static_cast<std::int64_t>(b) * p.problem.heads + h) * p.problem.seq_q;
+  v.q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.seq_q;
+  v.kv_len = p.seq_lens_kv != nullptr ? p.seq_lens_kv[b] : p.seq_kv;
+  v.mask = p.mask.for_lengths(v.q_len, v.kv_len);
+  const int h_kv = h / p.group_size;
+  v.lse_offset = (static_cast<std::int64_t>(b) * p.heads + h) * p.seq_q;
   if (p.cu_seqlens_q != nullptr) {
-    v.q_offset = (static_cast<std::int64_t>(p.cu_seqlens_q[b]) * p.problem.heads + h) * p.problem.head_dim;
-    v.q_ld = p.problem.heads * p.problem.head_dim;
+    v.q_offset = (static_cast<std::int64_t>(p.cu_seqlens_q[b]) * p.heads + h) * p.head_dim;
+    v.q_ld = p.heads * p.head_dim;
   } else {
-    v.q_offset = v.lse_offset * p.problem.head_dim;
-    v.q_ld = p.problem.head_dim;
+    v.q_offset = v.lse_offset * p.head_dim;
+    v.q_ld = p.head_dim;
   }
   if (p.cu_seqlens_kv != nullptr) {
-    v.kv_offset = (static_cast<std::int64_t>(p.cu_seqlens_kv[b]) * p.problem.heads_kv + h_kv) * p.problem.head_dim;
-    v.kv_ld = p.problem.heads_kv * p.problem.head_dim;
+    v.kv_offset = (static_cast<std::int64_t>(p.cu_seqlens_kv[b]) * p.heads_kv + h_kv) * p.head_dim;
+    v.kv_ld = p.heads_kv * p.head_dim;
   } else {
-    v.kv_offset = (static_cast<std::int64_t>(b) * p.problem.heads_kv + h_kv) * p.problem.seq_kv * p.problem.head_dim;
-    v.kv_ld = p.problem.head_dim;
+    v.kv_offset = (static_cast<std::int64_t>(b) * p.heads_kv + h_kv) * p.seq_kv * p.head_dim;
+    v.kv_ld = p.head_dim;
   }
   return v;
 }

@@ -39,7 +39,7 @@ cudaError_t prepare_forward(DType dtype, int head_dim, bool ragged) {
 }
 
 void forward(DType dtype, const ForwardParams& params, cudaStream_t stream) {
-  with_instance(dtype, params.problem.head_dim, is_ragged(params),
+  with_instance(dtype, params.head_dim, is_ragged(params),
                 [&](auto instance) { decltype(instance)::launch(params, stream); });
 }
 

@@ -45,11 +45,11 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
 
   // Only the key tiles some row of the block sees (core/mask_bounds.hpp); none when no row
   // sees a key (the block then writes zeros).
-  const KeyTiles tiles = key_tiles(p.problem.mask, p.problem.seq_q, p.problem.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
+  const KeyTiles tiles = key_tiles(p.mask, p.seq_q, p.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
 
-  const int chunks_valid = p.problem.head_dim / 4;
+  const int chunks_valid = p.head_dim / 4;
   if (tiles.begin < tiles.end) {  // else nothing is loaded: no copy is left in flight at exit
-    load_fp32_tile<Tr, Tr::kBlockM>(s_q, q, min(Tr::kBlockM, p.problem.seq_q - m0), chunks_valid, seq.q_ld, tid);
+    load_fp32_tile<Tr, Tr::kBlockM>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid, seq.q_ld, tid);
     cp_async_commit();
   }
 
@@ -60,16 +60,16 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
     for (int j = 0; j < Tr::kColGroups; ++j) o[r][j][0] = o[r][j][1] = o[r][j][2] = o[r][j][3] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
-  const float scale_log2 = p.problem.scale * kLog2e;
+  const float scale_log2 = p.scale * kLog2e;
   const int rows[2] = {m0 + lane_group, m0 + lane_group + 32};
 
   for (int tile = tiles.begin; tile < tiles.end; ++tile) {
     const int key0 = tile * Tr::kBlockN;
     __syncthreads();  // every thread is done with the previous K, V and P
     load_fp32_tile<Tr, Tr::kBlockN>(s_k, k + static_cast<std::int64_t>(key0) * seq.kv_ld,
-                                    min(Tr::kBlockN, p.problem.seq_kv - key0), chunks_valid, seq.kv_ld, tid);
+                                    min(Tr::kBlockN, p.seq_kv - key0), chunks_valid, seq.kv_ld, tid);
     load_fp32_tile<Tr, Tr::kBlockN>(s_v, v + static_cast<std::int64_t>(key0) * seq.kv_ld,
-                                    min(Tr::kBlockN, p.problem.seq_kv - key0), chunks_valid, seq.kv_ld, tid);
+                                    min(Tr::kBlockN, p.seq_kv - key0), chunks_valid, seq.kv_ld, tid);
     cp_async_commit();
     cp_async_wait_all();
     __syncthreads();
@@ -77,7 +77,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
     // Scores: 2 rows x 4 keys per thread, float4 steps along the head dim (padding is zero).
     float s[2][kKeysPerThread] = {};
 #pragma unroll 2
-    for (int c = 0; c < p.problem.head_dim; c += 4) {
+    for (int c = 0; c < p.head_dim; c += 4) {
       const float4 q0 = ld_shared_f4(s_q + (lane_group * Tr::kLd + c) * 4);
       const float4 q1 = ld_shared_f4(s_q + ((lane_group + 32) * Tr::kLd + c) * 4);
 #pragma unroll
@@ -95,9 +95,9 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
       for (int i = 0; i < kKeysPerThread; ++i) {
         const int key = key0 + col + 8 * i;
         float x = s[r][i] * scale_log2;
-        if (p.bias != nullptr && rows[r] < p.problem.seq_q && key < p.problem.seq_kv)
+        if (p.bias != nullptr && rows[r] < p.seq_q && key < p.seq_kv)
           x = fmaf(__ldg(p.bias + static_cast<std::int64_t>(rows[r]) * p.bias_ld + key), kLog2e, x);
-        if (key >= p.problem.seq_kv || !p.problem.mask.sees(rows[r], key)) x = -INFINITY;
+        if (key >= p.seq_kv || !p.mask.sees(rows[r], key)) x = -INFINITY;
         s[r][i] = x;
         tile_max[r] = fmaxf(tile_max[r], x);
       }
@@ -146,7 +146,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 4);
-    if (rows[r] >= p.problem.seq_q) continue;
+    if (rows[r] >= p.seq_q) continue;
     // A row that saw no key has sum 0: zeros out, -inf logsumexp.
     const float inv_sum = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
     if (p.lse != nullptr && col == 0) {
@@ -156,7 +156,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
 #pragma unroll
     for (int j = 0; j < Tr::kColGroups; ++j) {
       const int c = 4 * col + 32 * j;
-      if (c < p.problem.head_dim)
+      if (c < p.head_dim)
         *reinterpret_cast<float4*>(out + seq.q_offset + static_cast<std::int64_t>(rows[r]) * seq.q_ld + c) =
             make_float4(o[r][j][0] * inv_sum, o[r][j][1] * inv_sum, o[r][j][2] * inv_sum, o[r][j][3] * inv_sum);
     }
@@ -172,9 +172,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     const SequenceView seq = sequence_view(params, blockIdx.z, blockIdx.y);
     if (m0 >= seq.q_len) return;
     ForwardParams p = params;
-    p.problem.seq_q = seq.q_len;
-    p.problem.seq_kv = seq.kv_len;
-    p.problem.mask = seq.mask;
+    p.seq_q = seq.q_len;
+    p.seq_kv = seq.kv_len;
+    p.mask = seq.mask;
     forward_block_fp32<Tr>(p, seq, m0);
   } else {
     forward_block_fp32<Tr>(params, dense_view(params, blockIdx.z, blockIdx.y), m0);

@@ -98,8 +98,8 @@ __device__ __forceinline__ void attend_tile(const ForwardParams& p, const MmaThr
   if constexpr (kBias) {
     // Rows past seq_q get no bias (their output is never stored); columns are checked only in
     // masked tiles, the others lie inside [0, seq_kv).
-    bias_row[0] = t.row0 < p.problem.seq_q ? p.bias + static_cast<std::int64_t>(t.row0) * p.bias_ld + col0 : nullptr;
-    bias_row[1] = t.row0 + 8 < p.problem.seq_q ? p.bias + static_cast<std::int64_t>(t.row0 + 8) * p.bias_ld + col0 : nullptr;
+    bias_row[0] = t.row0 < p.seq_q ? p.bias + static_cast<std::int64_t>(t.row0) * p.bias_ld + col0 : nullptr;
+    bias_row[1] = t.row0 + 8 < p.seq_q ? p.bias + static_cast<std::int64_t>(t.row0 + 8) * p.bias_ld + col0 : nullptr;
   }
 #pragma unroll
   for (int nb = 0; nb < kNB; ++nb) {
@@ -108,9 +108,9 @@ __device__ __forceinline__ void attend_tile(const ForwardParams& p, const MmaThr
       const int row = t.row0 + (i >= 2 ? 8 : 0);
       const int col = col0 + nb * 8 + (i & 1);
       float x = s[nb][i] * scale_log2;
-      if (kBias && bias_row[i >> 1] != nullptr && (!kMask || col < p.problem.seq_kv))
+      if (kBias && bias_row[i >> 1] != nullptr && (!kMask || col < p.seq_kv))
         x = fmaf(__ldg(bias_row[i >> 1] + nb * 8 + (i & 1)), kLog2e, x);
-      if (kMask && (col >= p.problem.seq_kv || !p.problem.mask.sees(row, col))) x = -INFINITY;
+      if (kMask && (col >= p.seq_kv || !p.mask.sees(row, col))) x = -INFINITY;
       s[nb][i] = x;
     }
   }
@@ -273,7 +273,7 @@ __device__ __forceinline__ void combine_key_half(const ForwardParams& p, const M
     theirs[r] = fast_exp2(other_max - base);
     const float sum = row_sum[r] * mine[r] + other_sum * theirs[r];
     inv_sum[r] = sum > 0.f ? 1.f / sum : 0.f;
-    if (kOwn == 0 && p.lse != nullptr && (t.lane & 3) == 0 && t.row0 + 8 * r < p.problem.seq_q)
+    if (kOwn == 0 && p.lse != nullptr && (t.lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
       p.lse[lse_row0 + t.row0 + 8 * r] = sum > 0.f ? (base + __log2f(sum)) * kLn2 : -INFINITY;
   }
   const int local_row = t.row_warp * 16 + (t.lane >> 2);
@@ -325,15 +325,15 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
   // Key tiles [begin, end) (core/mask_bounds.hpp); [unmasked_begin, unmasked_end) hold only
   // keys every row of the block sees, the others cross an edge of the mask band or the end of
   // the keys. begin == end when no row of the block sees a key: it writes zeros.
-  const KeyTiles tiles = key_tiles(p.problem.mask, p.problem.seq_q, p.problem.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
+  const KeyTiles tiles = key_tiles(p.mask, p.seq_q, p.seq_kv, m0, Tr::kBlockM, Tr::kBlockN);
 
-  const int chunks_valid = p.problem.head_dim / 8;
-  load_tile<Tr::kBlockM, Tr::kChunks, Tr::kThreads>(s_q, q, min(Tr::kBlockM, p.problem.seq_q - m0), chunks_valid,
+  const int chunks_valid = p.head_dim / 8;
+  load_tile<Tr::kBlockM, Tr::kChunks, Tr::kThreads>(s_q, q, min(Tr::kBlockM, p.seq_q - m0), chunks_valid,
                                                      seq.q_ld, tid);
   if (tiles.begin < tiles.end) {
     const int first = tiles.begin * Tr::kBlockN;
     const std::uint32_t buffer = (tiles.begin & 1) * Tr::kTileBytes;
-    const int rows = min(Tr::kBlockN, p.problem.seq_kv - first);
+    const int rows = min(Tr::kBlockN, p.seq_kv - first);
     load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k + buffer, k + static_cast<std::int64_t>(first) * seq.kv_ld,
                                                        rows, chunks_valid, seq.kv_ld, tid);
     load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v + buffer, v + static_cast<std::int64_t>(first) * seq.kv_ld,
@@ -346,7 +346,7 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
   for (int db = 0; db < kDB; ++db) o[db][0] = o[db][1] = o[db][2] = o[db][3] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
-  const float scale_log2 = p.problem.scale * kLog2e;
+  const float scale_log2 = p.scale * kLog2e;
 
   cp_async_wait_all();
   __syncthreads();
@@ -365,7 +365,7 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
     if (tile + 1 < tiles.end) {
       const int next = (tile + 1) * Tr::kBlockN;
       const std::uint32_t buffer = ((tile + 1) & 1) * Tr::kTileBytes;
-      const int rows = min(Tr::kBlockN, p.problem.seq_kv - next);
+      const int rows = min(Tr::kBlockN, p.seq_kv - next);
       load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_k + buffer, k + static_cast<std::int64_t>(next) * seq.kv_ld,
                                                          rows, chunks_valid, seq.kv_ld, tid);
       load_tile<Tr::kBlockN, Tr::kChunks, Tr::kThreads>(s_v + buffer, v + static_cast<std::int64_t>(next) * seq.kv_ld,
@@ -428,7 +428,7 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
       // A row that saw no key has sum 0: zeros out, -inf logsumexp.
       inv_sum[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
       const float base = row_max[r] == -INFINITY ? 0.f : row_max[r];
-      if (t.col_warp == 0 && p.lse != nullptr && (lane & 3) == 0 && t.row0 + 8 * r < p.problem.seq_q)
+      if (t.col_warp == 0 && p.lse != nullptr && (lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
         p.lse[lse_row0 + t.row0 + 8 * r] = row_sum[r] > 0.f ? (base + __log2f(row_sum[r])) * kLn2 : -INFINITY;
     }
     // The staging overwrites Q rows this warp read with ldmatrix; with a single key tile no
@@ -449,7 +449,7 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
     const int idx = it * 32 + lane;
     const int r = idx / Tr::kOutChunks, chunk = chunk0 + idx % Tr::kOutChunks;
     const int row = m0 + t.row_warp * 16 + r;
-    if (row < p.problem.seq_q && chunk < chunks_valid) {
+    if (row < p.seq_q && chunk < chunks_valid) {
       const uint4 value = ld_shared_v4(s_q + (t.row_warp * 16 + r) * Tr::kRowBytes + ((chunk ^ (r & 7)) << 4));
       *reinterpret_cast<uint4*>(out + seq.q_offset + static_cast<std::int64_t>(row) * seq.q_ld + chunk * 8) = value;
     }
@@ -470,9 +470,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     const SequenceView seq = sequence_view(params, blockIdx.z, blockIdx.y);
     if (m0 >= seq.q_len) return;
     ForwardParams p = params;
-    p.problem.seq_q = seq.q_len;
-    p.problem.seq_kv = seq.kv_len;
-    p.problem.mask = seq.mask;
+    p.seq_q = seq.q_len;
+    p.seq_kv = seq.kv_len;
+    p.mask = seq.mask;
     forward_block<Tr, kBias>(p, seq, m0);
   } else {
     forward_block<Tr, kBias>(params, dense_view(params, blockIdx.z, blockIdx.y), m0);

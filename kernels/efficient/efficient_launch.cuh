@@ -63,8 +63,7 @@ cudaError_t EfficientForward<kDType, kHeadDim, kRagged>::prepare() {
 template <DType kDType, int kHeadDim, bool kRagged>
 void EfficientForward<kDType, kHeadDim, kRagged>::launch(const ForwardParams& params, cudaStream_t stream) {
   using I = InstanceKernels<kDType, kHeadDim, kRagged>;
-  const dim3 grid((params.problem.seq_q + I::Traits::kBlockM - 1) / I::Traits::kBlockM, params.problem.heads,
-                  params.problem.batch);
+  const dim3 grid((params.seq_q + I::Traits::kBlockM - 1) / I::Traits::kBlockM, params.heads, params.batch);
   if (kRagged && kDType != DType::fp32 && params.bias != nullptr)
     throw std::invalid_argument("efficient: the ragged kernels are compiled without a bias");
   const auto kernel = params.bias != nullptr ? I::bias_kernel : I::kernel;

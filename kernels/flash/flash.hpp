@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "common/kernel_problem.hpp"
+#include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 
 namespace attnprof::kernels {
@@ -21,7 +21,15 @@ struct FlashParams {
   const void* v = nullptr;
   void* o = nullptr;
   float* lse = nullptr;
-  KernelProblem problem;  // its mask is read only by the masked instantiation
+  int batch = 0;
+  int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;  // heads / heads_kv
+  int seq_q = 0;
+  int seq_kv = 0;
+  float scale = 0.f;       // softmax scale applied to q.k
+  float scale_log2 = 0.f;  // scale * log2(e): the kernel exponentiates in base 2
+  MaskBounds mask;         // causal and window bounds; read only by the masked instantiation
   // Read only by the varlen instantiation; null: not ragged / not packed / not paged.
   const int* seq_lens_q = nullptr;     // [batch]
   const int* seq_lens_kv = nullptr;    // [batch]
@@ -33,7 +41,7 @@ struct FlashParams {
 };
 
 // The instantiations that exist: bf16 and fp16, head dims 64 and 128, masked (causal and/or a
-// window, either alignment: params.problem.mask.bounded()) and not, and varlen (ragged or paged; its
+// window, either alignment: params.mask.bounded()) and not, and varlen (ragged or paged; its
 // bands are per sequence, so it is always the masked kind).
 bool flash_has_kernel(DType dtype, int head_dim);
 

@@ -182,11 +182,10 @@ __device__ __forceinline__ int block_first_row(int block_rows) {
   return (static_cast<int>(gridDim.x) - 1 - fresh_block_index_x()) * block_rows;
 }
 __device__ __forceinline__ int64_t block_head(const FlashParams& params) {
-  return static_cast<int64_t>(fresh_block_index_z()) * params.problem.heads + fresh_block_index_y();
+  return static_cast<int64_t>(fresh_block_index_z()) * params.heads + fresh_block_index_y();
 }
 __device__ __forceinline__ int64_t block_kv_head(const FlashParams& params) {
-  return static_cast<int64_t>(fresh_block_index_z()) * params.problem.heads_kv +
-         fresh_block_index_y() / params.problem.group_size;
+  return static_cast<int64_t>(fresh_block_index_z()) * params.heads_kv + fresh_block_index_y() / params.group_size;
 }
 
 // The per-block values of a ragged/paged (kVarlen) block, written once by thread 0 and read
@@ -285,7 +284,7 @@ __device__ __forceinline__ void copy_kv_tile(const FlashParams& params, uint32_t
   using Element = typename Traits::Element;
   const TileCopy<Traits> plan = TileCopy<Traits>::of_thread(fresh_thread_index());
   const int64_t offset = kv_head + static_cast<int64_t>(n) * Traits::kBlockN * Traits::kHeadDim;
-  const int valid_rows = params.problem.seq_kv - n * Traits::kBlockN;
+  const int valid_rows = params.seq_kv - n * Traits::kBlockN;
   const uint32_t stage = smem + (n % Traits::kStages) * Traits::kKVTileBytes;
   plan.template copy<Traits::kBlockN>(stage + SmemLayout<Traits>::kK, static_cast<const Element*>(params.k) + offset,
                                       valid_rows);
@@ -425,8 +424,8 @@ __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned 
       for (int h = 0; h < 2; ++h) {
         const int row = first_row + 16 * mi + 8 * h;
         // Row `row` sees keys [first, last]: visible_keys(), with last <= seq_kv - 1.
-        const MaskBounds& mask = kVarlen ? block_sequence<Traits>(smem).mask : params.problem.mask;
-        const int seq_kv = kVarlen ? block_sequence<Traits>(smem).kv_len : params.problem.seq_kv;
+        const MaskBounds& mask = kVarlen ? block_sequence<Traits>(smem).mask : params.mask;
+        const int seq_kv = kVarlen ? block_sequence<Traits>(smem).kv_len : params.seq_kv;
         const int first = kBand ? mask.first_key(row) : 0;
         const int last = kBand ? mask.last_key(row, seq_kv) : seq_kv - 1;
 #pragma unroll
@@ -451,15 +450,15 @@ __device__ __forceinline__ void attend_tile(const FlashParams& params, unsigned 
       row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, 1));
       row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, 2));
       // A row with every key so far masked keeps max -inf; subtracting 0 then gives exp2(-inf) = 0.
-      const float max_scaled = row_max == -INFINITY ? 0.f : row_max * params.problem.scale_log2;
-      const float rescale = exp2_approx(acc.row_max[mi][h] * params.problem.scale_log2 - max_scaled);
+      const float max_scaled = row_max == -INFINITY ? 0.f : row_max * params.scale_log2;
+      const float rescale = exp2_approx(acc.row_max[mi][h] * params.scale_log2 - max_scaled);
       acc.row_max[mi][h] = row_max;
       float sum = 0.f;
 #pragma unroll
       for (int nt = 0; nt < kSTiles; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float p = exp2_approx(fmaf(s[mi][nt][2 * h + e], params.problem.scale_log2, -max_scaled));
+          const float p = exp2_approx(fmaf(s[mi][nt][2 * h + e], params.scale_log2, -max_scaled));
           s[mi][nt][2 * h + e] = p;
           sum += p;
         }
@@ -523,10 +522,10 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
   const int64_t head = block_head(params);
   // lse is padded [batch, heads, seq_q] whatever the layout; rows past the sequence's own
   // q_len are not written (a packed o has no such rows).
-  const int seq_q = kVarlen ? block_sequence<Traits>(smem).q_len : params.problem.seq_q;
+  const int seq_q = kVarlen ? block_sequence<Traits>(smem).q_len : params.seq_q;
 
   // A row that saw no key has max -inf and sum 0: zeros out, -inf logsumexp.
-  float* lse = params.lse != nullptr ? params.lse + head * params.problem.seq_q : nullptr;
+  float* lse = params.lse != nullptr ? params.lse + head * params.seq_q : nullptr;
 #pragma unroll
   for (int mi = 0; mi < Traits::kMTiles; ++mi)
 #pragma unroll
@@ -537,7 +536,7 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
       const float inverse = sum > 0.f ? 1.f / sum : 0.f;
       const int row = m0 + warp * kWarpRows + 16 * mi + 8 * h + (lane >> 2);
       if (lse != nullptr && (lane & 3) == 0 && row < seq_q)
-        lse[row] = sum > 0.f ? acc.row_max[mi][h] * params.problem.scale + logf(sum) : -INFINITY;
+        lse[row] = sum > 0.f ? acc.row_max[mi][h] * params.scale + logf(sum) : -INFINITY;
 #pragma unroll
       for (int dt = 0; dt < Traits::kOTiles; ++dt) {
         acc.o[mi][dt][2 * h] *= inverse;
@@ -580,7 +579,7 @@ __device__ __forceinline__ void write_output(const FlashParams& params, Accumula
 // ---------------------------------------------------------------------------------------------
 // The kernel
 
-// kMasked: rows see a band of keys (params.problem.mask: causal and/or a window, either alignment).
+// kMasked: rows see a band of keys (params.mask: causal and/or a window, either alignment).
 // kVarlen: a ragged or paged batch (always instantiated with kMasked: the band is per sequence).
 template <typename Traits, bool kMasked, bool kVarlen = false>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
@@ -598,21 +597,21 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
   const uint32_t smem_base = shared_address(smem);
   const int tid = static_cast<int>(threadIdx.x);
   const int m0 = block_first_row(kBlockM);
-  int seq_q = params.problem.seq_q;
-  int seq_kv = params.problem.seq_kv;
-  MaskBounds mask = params.problem.mask;
+  int seq_q = params.seq_q;
+  int seq_kv = params.seq_kv;
+  MaskBounds mask = params.mask;
   int64_t kv_base = 0;
   int kv_stride = Traits::kHeadDim;
   if constexpr (kVarlen) {
     // This block's sequence: its lengths, its band, where its rows live.
     const int b = fresh_block_index_z();
     const int h = fresh_block_index_y();
-    const int kv_h = h / params.problem.group_size;
+    const int kv_h = h / params.group_size;
     if (params.seq_lens_q != nullptr) seq_q = params.seq_lens_q[b];
     if (params.seq_lens_kv != nullptr) seq_kv = params.seq_lens_kv[b];
     if (m0 >= seq_q) return;  // a shorter sequence has no rows in this query tile
-    mask = params.problem.mask.for_lengths(seq_q, seq_kv);
-    const int64_t kv_row = static_cast<int64_t>(params.problem.heads_kv) * Traits::kHeadDim;
+    mask = params.mask.for_lengths(seq_q, seq_kv);
+    const int64_t kv_row = static_cast<int64_t>(params.heads_kv) * Traits::kHeadDim;
     if (params.block_table != nullptr) {
       kv_base = static_cast<int64_t>(kv_h) * Traits::kHeadDim;
       kv_stride = static_cast<int>(kv_row);
@@ -620,7 +619,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
       kv_base = static_cast<int64_t>(params.cu_seqlens_kv[b]) * kv_row + static_cast<int64_t>(kv_h) * Traits::kHeadDim;
       kv_stride = static_cast<int>(kv_row);
     } else {
-      kv_base = (static_cast<int64_t>(b) * params.problem.heads_kv + kv_h) * params.problem.seq_kv * Traits::kHeadDim;
+      kv_base = (static_cast<int64_t>(b) * params.heads_kv + kv_h) * params.seq_kv * Traits::kHeadDim;
     }
     BlockSequence seq;
     seq.kv_base = kv_base;
@@ -629,11 +628,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm)
     seq.q_len = seq_q;
     seq.mask = mask;
     if (params.cu_seqlens_q != nullptr) {
-      seq.q_stride = params.problem.heads * Traits::kHeadDim;
-      seq.q_row0 = ((static_cast<int64_t>(params.cu_seqlens_q[b]) + m0) * params.problem.heads + h) * Traits::kHeadDim;
+      seq.q_stride = params.heads * Traits::kHeadDim;
+      seq.q_row0 = ((static_cast<int64_t>(params.cu_seqlens_q[b]) + m0) * params.heads + h) * Traits::kHeadDim;
     } else {
       seq.q_stride = Traits::kHeadDim;
-      seq.q_row0 = ((static_cast<int64_t>(b) * params.problem.heads + h) * params.problem.seq_q + m0) * Traits::kHeadDim;
+      seq.q_row0 = ((static_cast<int64_t>(b) * params.heads + h) * params.seq_q + m0) * Traits::kHeadDim;
     }
     if (tid == 0) *reinterpret_cast<BlockSequence*>(smem + SmemLayout<Traits>::kKVHead) = seq;
     __syncthreads();  // published before any read, also for a block that visits no tile

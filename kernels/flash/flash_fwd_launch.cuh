@@ -34,8 +34,8 @@ void FlashForward<kDType, kHeadDim, kMasked, kVarlen>::launch(const FlashParams&
   using Traits = flash::TraitsFor<kDType, kHeadDim>;
   // Query tiles on x (no 65535 limit), heads on y, batch on z. Ragged: tiles of the longest
   // sequence; a shorter sequence's surplus blocks return at once.
-  const dim3 grid(static_cast<unsigned>((params.problem.seq_q + Traits::kBlockM - 1) / Traits::kBlockM),
-                  static_cast<unsigned>(params.problem.heads), static_cast<unsigned>(params.problem.batch));
+  const dim3 grid(static_cast<unsigned>((params.seq_q + Traits::kBlockM - 1) / Traits::kBlockM),
+                  static_cast<unsigned>(params.heads), static_cast<unsigned>(params.batch));
   flash::flash_fwd_kernel<Traits, kMasked, kVarlen><<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
 }
 

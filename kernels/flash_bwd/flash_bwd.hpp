@@ -23,7 +23,7 @@
 
 #include <vector>
 
-#include "common/kernel_problem.hpp"
+#include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 #include "flash_bwd/flash_bwd_order.hpp"
 
@@ -47,7 +47,14 @@ struct FlashBwdParams {
                               // without keys (not fused; written with d_sum)
   int* dq_arrivals = nullptr;             // fused: [batch, heads, row tiles], zero before the call
   const int* dq_tile_arrivals = nullptr;  // fused: [row tiles] key blocks that add into each tile
-  KernelProblem problem;
+  int batch = 0;
+  int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;
+  int seq_q = 0;
+  int seq_kv = 0;
+  float scale = 0.f;
+  MaskBounds mask;  // causal and window bounds
   // Not fused: the tail kernel's share (flash_bwd_tail_plan; none by default), its parts' slots
   // ([2 tail.ctas] of flash_bwd_tail_part_floats) and arrival counters ([tail.blocks], zeroed by
   // the pre-pass). Last, so that the other fields keep their offsets.

@@ -173,20 +173,20 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
   const int warp = tid >> 5;
   // The block's key block, K/V head and sequence (the grid's order: flash_bwd_grid).
   const FlashBwdBlock block =
-      kPart ? part.block : flash_bwd_block(p.problem.mask, p.problem.seq_kv, blockIdx.x, blockIdx.y, blockIdx.z);
+      kPart ? part.block : flash_bwd_block(p.mask, p.seq_kv, blockIdx.x, blockIdx.y, blockIdx.z);
   const int key_block = block.key_block;
   const int kv_head = block.kv_head;
   const int b = block.b;
   const int key0 = key_block * kBlockN;
-  const int keys_here = min(kBlockN, p.problem.seq_kv - key0);
-  const int64_t kv_offset = ((static_cast<int64_t>(b) * p.problem.heads_kv + kv_head) * p.problem.seq_kv + key0) * kHeadDim;
+  const int keys_here = min(kBlockN, p.seq_kv - key0);
+  const int64_t kv_offset = ((static_cast<int64_t>(b) * p.heads_kv + kv_head) * p.seq_kv + key0) * kHeadDim;
 
   // The query rows whose band reaches these keys, in tiles of kBlockM; every head of the group.
   int first_row = 0, last_row = -1;
-  flash_bwd_query_span(p.problem.mask, key0, key0 + keys_here - 1, p.problem.seq_q, &first_row, &last_row);
+  flash_bwd_query_span(p.mask, key0, key0 + keys_here - 1, p.seq_q, &first_row, &last_row);
   const int tile0 = first_row / kBlockM;
   const int tiles_per_head = last_row >= first_row ? last_row / kBlockM + 1 - tile0 : 0;
-  const int steps = kPart ? part.walk_end - part.walk_begin : tiles_per_head * p.problem.group_size;
+  const int steps = kPart ? part.walk_end - part.walk_begin : tiles_per_head * p.group_size;
 
   // Phase 2's part: keys 32 (warp % 4) + 16 mt + ..., head-dim tiles (warp / 4) * kHalfTiles + dt.
   float dk[2][kHalfTiles][4], dv[2][kHalfTiles][4];
@@ -205,10 +205,10 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
   // A step's query head and row tile: step = head_in_group * tiles_per_head + tile (counters
   // stepped along with the walk, not divided out).
   auto load_step = [&](int head_in_group, int tile, int stage) {
-    const int h = kv_head * p.problem.group_size + head_in_group;
+    const int h = kv_head * p.group_size + head_in_group;
     const int row0 = (tile0 + tile) * kBlockM;
-    const int64_t row_base = (static_cast<int64_t>(b) * p.problem.heads + h) * p.problem.seq_q + row0;
-    const int valid = min(kBlockM, p.problem.seq_q - row0);
+    const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q + row0;
+    const int valid = min(kBlockM, p.seq_q - row0);
     copy_rows<Traits, kBlockM>(base + Traits::kQ + stage * Traits::kQTileBytes,
                                static_cast<const Element*>(p.q) + row_base * kHeadDim, valid, tid);
     copy_rows<Traits, kBlockM>(base + Traits::kDO + stage * Traits::kQTileBytes,
@@ -248,7 +248,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
   if (steps > 0) load_step(head_begin, tile_begin, 0);
   cp_async_commit();
 
-  const float scale_log2 = p.problem.scale * kLog2e;
+  const float scale_log2 = p.scale * kLog2e;
   const int g = lane >> 2;  // the C fragment's row within the warp's 16 (and + 8)
   const int t = lane & 3;   // its column pair
   int next_head = head_begin, next_tile = tile_begin, next_walked = tile_begin - tile_start;
@@ -295,7 +295,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
     const uint32_t k_tile = base + Traits::kK;
     const uint32_t v_tile = base + Traits::kV;
     const int row0 = (tile0 + tile) * kBlockM;
-    const int h = kv_head * p.problem.group_size + head_in_group;
+    const int h = kv_head * p.group_size + head_in_group;
 
     const uint32_t p_tile = base + Traits::kP;
     const uint32_t ds_tile = base + Traits::kDS;
@@ -348,7 +348,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
             const int r = wm * 32 + mt * 16 + g + 8 * half;
             const int query = row0 + r;
             const float lse = lse_t[r];
-            const float d_scaled = dsum_t[r] * p.problem.scale;
+            const float d_scaled = dsum_t[r] * p.scale;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
             constexpr bool kStoreMatrix = Traits::kStoreMatrix;
 #else
@@ -363,9 +363,9 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
                 prob[e] = exp2_approx(sc[mt][nt][2 * half + e] * scale_log2 - lse);
                 if constexpr (decltype(masked)::value) {
                   const int key = key0 + key_w + nt * 8 + 2 * t + e;
-                  if (!(key < p.problem.seq_kv && query < p.problem.seq_q && p.problem.mask.sees(query, key))) prob[e] = 0.f;
+                  if (!(key < p.seq_kv && query < p.seq_q && p.mask.sees(query, key))) prob[e] = 0.f;
                 }
-                grad[e] = prob[e] * (dp[mt][nt][2 * half + e] * p.problem.scale - d_scaled);
+                grad[e] = prob[e] * (dp[mt][nt][2 * half + e] * p.scale - d_scaled);
               }
               if constexpr (kStoreMatrix) {
                 p_packed[nt] = pack2<Element>(prob[0], prob[1]);
@@ -393,8 +393,8 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
             }
           }
       };
-      const bool whole = row0 + kBlockM <= p.problem.seq_q && key0 + kBlockN <= p.problem.seq_kv &&
-                         p.problem.mask.sees(row0 + kBlockM - 1, key0) && p.problem.mask.sees(row0, key0 + kBlockN - 1);
+      const bool whole = row0 + kBlockM <= p.seq_q && key0 + kBlockN <= p.seq_kv &&
+                         p.mask.sees(row0 + kBlockM - 1, key0) && p.mask.sees(row0, key0 + kBlockN - 1);
       if (whole) probabilities(std::false_type{});
       else probabilities(std::true_type{});
     }
@@ -468,13 +468,13 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
           }
         }
       }
-      const int64_t row_base = (static_cast<int64_t>(b) * p.problem.heads + h) * p.problem.seq_q;
+      const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q;
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int query = row0 + wq * 32 + mt * 16 + g + 8 * half;
-          if (query >= p.problem.seq_q) continue;
+          if (query >= p.seq_q) continue;
           float* dst = p.dq_accum + (row_base + query) * kHeadDim + dq0 * 8 + 2 * t;
 #pragma unroll
           for (int dt = 0; dt < kDqTiles; ++dt) {
@@ -504,14 +504,13 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
       __threadfence();  // this block's adds are visible device-wide before it counts itself in
       __syncthreads();
       const int tile = row0 / kBlockM;
-      const int64_t tile_index =
-          (static_cast<int64_t>(b) * p.problem.heads + h) * ((p.problem.seq_q + kBlockM - 1) / kBlockM) + tile;
+      const int64_t tile_index = (static_cast<int64_t>(b) * p.heads + h) * ((p.seq_q + kBlockM - 1) / kBlockM) + tile;
       if (tid == 0) last = atomicAdd(p.dq_arrivals + tile_index, 1) == p.dq_tile_arrivals[tile] - 1;
       __syncthreads();
       if (last) {
         __threadfence();
-        const int64_t row_base = (static_cast<int64_t>(b) * p.problem.heads + h) * p.problem.seq_q + row0;
-        const int rows = min(kBlockM, p.problem.seq_q - row0);
+        const int64_t row_base = (static_cast<int64_t>(b) * p.heads + h) * p.seq_q + row0;
+        const int rows = min(kBlockM, p.seq_q - row0);
         for (int index = tid; index < rows * kHeadDim / 4; index += Traits::kThreads) {
           const float4 v = __ldcg(reinterpret_cast<const float4*>(p.dq_accum + row_base * kHeadDim) + index);
           reinterpret_cast<uint2*>(static_cast<Element*>(p.dq) + row_base * kHeadDim)[index] = pack4<Element>(v);
@@ -525,7 +524,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
 
   // dK and dV of the block's keys: stored, or a part of them (the tail's) added up.
   if constexpr (kPart) {
-    if (part.walk_begin > 0 || part.walk_end < tiles_per_head * p.problem.group_size) {
+    if (part.walk_begin > 0 || part.walk_end < tiles_per_head * p.group_size) {
       finish_tail_part<Traits>(p, part.j, part.cta, kv_offset, keys_here, dk, dv, warp, lane);
       return;
     }
@@ -666,7 +665,7 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_tail_kern
   const FlashBwdTail& t = p.tail;
   const int cta = static_cast<int>(blockIdx.x);
   const long long run_end = t.begin(cta + 1);
-  const int key_blocks = flash_bwd_key_blocks(p.problem.seq_kv);
+  const int key_blocks = flash_bwd_key_blocks(p.seq_kv);
   for (long long s = t.begin(cta); s < run_end;) {
     WalkPart part;
     part.j = static_cast<int>(s / t.steps);
@@ -675,7 +674,7 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_tail_kern
     part.walk_end = static_cast<int>(min(static_cast<long long>(t.steps), run_end - block_start));
     part.cta = cta;
     const int linear = t.first_block + part.j;
-    part.block = {linear % key_blocks, (linear / key_blocks) % p.problem.heads_kv, linear / key_blocks / p.problem.heads_kv};
+    part.block = {linear % key_blocks, (linear / key_blocks) % p.heads_kv, linear / key_blocks / p.heads_kv};
     __syncthreads();  // every warp is done with the previous part's shared memory
     dq_dk_dv_block<Traits, true>(p, part);
     s = block_start + part.walk_end;
@@ -710,7 +709,7 @@ __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_co
       p.tail_arrivals[i] = 0;
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
-  const int64_t rows = static_cast<int64_t>(p.problem.batch) * p.problem.heads * p.problem.seq_q;
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.seq_q;
   if (row >= rows) return;
   const int64_t at = row * kHeadDim + lane * kPerLane;
   alignas(sizeof(Packed)) Element o[kPerLane];
@@ -735,7 +734,7 @@ __global__ void __launch_bounds__(256) flash_bwd_dot_do_o_kernel(const __grid_co
 // grid's last wave, and the trace would count that wait as conversion time.
 template <typename Element, int kHeadDim>
 __global__ void __launch_bounds__(256) flash_bwd_convert_dq_kernel(const __grid_constant__ FlashBwdParams p) {
-  const int64_t quads = static_cast<int64_t>(p.problem.batch) * p.problem.heads * p.problem.seq_q * kHeadDim / 4;
+  const int64_t quads = static_cast<int64_t>(p.batch) * p.heads * p.seq_q * kHeadDim / 4;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < quads;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float4 value = __ldcs(reinterpret_cast<const float4*>(p.dq_accum) + i);  // read once: streamed

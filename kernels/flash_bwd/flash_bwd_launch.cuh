@@ -15,8 +15,7 @@ namespace attnprof::kernels {
 
 // The main kernel's grid: key blocks, K/V heads and sequences, in flash_bwd_grid's order.
 inline dim3 main_grid(const FlashBwdParams& params) {
-  const FlashBwdGrid g =
-      flash_bwd_grid(params.problem.mask, params.problem.seq_kv, params.problem.heads_kv, params.problem.batch);
+  const FlashBwdGrid g = flash_bwd_grid(params.mask, params.seq_kv, params.heads_kv, params.batch);
   return dim3(g.x, g.y, g.z);
 }
 
@@ -47,10 +46,10 @@ cudaError_t FlashBackward<kDType, kHeadDim>::blocks_per_sm(int* blocks) {
 template <DType kDType, int kHeadDim>
 cudaError_t FlashBackward<kDType, kHeadDim>::launch_fused(const FlashBwdParams& params, bool zero_dq, cudaStream_t stream) {
   using Traits = flash_bwd::FlashBwdTraits<Element<kDType>, kHeadDim, true>;
-  const long long rows = static_cast<long long>(params.problem.batch) * params.problem.heads * params.problem.seq_q;
+  const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
   // The accumulator and the counters are one zeroed region.
-  const auto bytes = static_cast<std::size_t>(
-      flash_bwd_fused_workspace_bytes(params.problem.batch, params.problem.heads, params.problem.seq_q, kHeadDim));
+  const auto bytes =
+      static_cast<std::size_t>(flash_bwd_fused_workspace_bytes(params.batch, params.heads, params.seq_q, kHeadDim));
   cudaError_t status = cudaMemsetAsync(params.dq_accum, 0, bytes, stream);
   if (status == cudaSuccess && zero_dq)
     status = cudaMemsetAsync(params.dq, 0, static_cast<std::size_t>(rows * kHeadDim) * sizeof(Element<kDType>), stream);
@@ -62,14 +61,14 @@ cudaError_t FlashBackward<kDType, kHeadDim>::launch_fused(const FlashBwdParams& 
 
 template <DType kDType, int kHeadDim>
 void FlashBackward<kDType, kHeadDim>::pre_pass(const FlashBwdParams& params, cudaStream_t stream) {
-  const long long rows = static_cast<long long>(params.problem.batch) * params.problem.heads * params.problem.seq_q;
+  const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
   flash_bwd::flash_bwd_dot_do_o_kernel<Element<kDType>, kHeadDim>
       <<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(params);
 }
 
 template <DType kDType, int kHeadDim>
 void FlashBackward<kDType, kHeadDim>::convert_dq(const FlashBwdParams& params, cudaStream_t stream) {
-  const long long rows = static_cast<long long>(params.problem.batch) * params.problem.heads * params.problem.seq_q;
+  const long long rows = static_cast<long long>(params.batch) * params.heads * params.seq_q;
   const long long quads = rows * kHeadDim / 4;
   const unsigned blocks = static_cast<unsigned>(std::min<long long>((quads + 255) / 256, 132LL * 16));
   flash_bwd::flash_bwd_convert_dq_kernel<Element<kDType>, kHeadDim><<<blocks, 256, 0, stream>>>(params);

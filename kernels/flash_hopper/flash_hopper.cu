@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/element_type.cuh"
+#include "common/log2e.hpp"
 #include "common/static_switch.hpp"
 #include "flash_bwd/flash_bwd_order.hpp"
 #include "flash_hopper/flash_hopper.hpp"
@@ -101,22 +102,39 @@ cudaError_t flash_hopper_prepare(DType dtype, int head_dim) {
   return with_instance(dtype, head_dim, [](auto instance) { return decltype(instance)::prepare(); });
 }
 
+namespace {
+// The fields both kernels share, from the forward's FlashParams or the backward's FlashBwdParams.
+template <typename Params>
+hopper::HopperProblem hopper_problem(const Params& params, float scale_log2) {
+  hopper::HopperProblem problem;
+  problem.heads = params.heads;
+  problem.heads_kv = params.heads_kv;
+  problem.group_size = params.group_size;
+  problem.seq_q = params.seq_q;
+  problem.seq_kv = params.seq_kv;
+  problem.scale = params.scale;
+  problem.scale_log2 = scale_log2;
+  problem.mask = params.mask;
+  return problem;
+}
+}  // namespace
+
 void flash_hopper_forward(const FlashParams& params, DType dtype, int head_dim, cudaStream_t stream) {
   hopper::HopperKernelParams p;
-  const long long bh_q = static_cast<long long>(params.problem.batch) * params.problem.heads;
-  const long long bh_kv = static_cast<long long>(params.problem.batch) * params.problem.heads_kv;
-  const bool masked = params.problem.mask.bounded();
+  const long long bh_q = static_cast<long long>(params.batch) * params.heads;
+  const long long bh_kv = static_cast<long long>(params.batch) * params.heads_kv;
+  const bool masked = params.mask.bounded();
   const int block_keys = with_instance(dtype, head_dim, [&](auto instance) { return decltype(instance)::block_keys(masked); });
-  p.q_map = encode("q", params.q, dtype, head_dim, params.problem.seq_q, bh_q, Traits128::kBlockM);
-  p.k_map = encode("k", params.k, dtype, head_dim, params.problem.seq_kv, bh_kv, block_keys);
-  p.v_map = encode("v", params.v, dtype, head_dim, params.problem.seq_kv, bh_kv, block_keys);
+  p.q_map = encode("q", params.q, dtype, head_dim, params.seq_q, bh_q, Traits128::kBlockM);
+  p.k_map = encode("k", params.k, dtype, head_dim, params.seq_kv, bh_kv, block_keys);
+  p.v_map = encode("v", params.v, dtype, head_dim, params.seq_kv, bh_kv, block_keys);
   // The epilogue stores 16 bytes at a time (and cudaMalloc's 256-byte alignment gives that).
   if (reinterpret_cast<std::uintptr_t>(params.o) % 16 != 0)
     throw std::runtime_error("flash:hopper: the output O is not 16-byte aligned");
   p.o = params.o;
   p.lse = params.lse;
-  p.problem = params.problem;
-  const long long m_blocks = (params.problem.seq_q + Traits128::kBlockM - 1) / Traits128::kBlockM;
+  p.problem = hopper_problem(params, params.scale_log2);
+  const long long m_blocks = (params.seq_q + Traits128::kBlockM - 1) / Traits128::kBlockM;
   const long long work_tiles = m_blocks * bh_q;
   if (work_tiles > 0x7fffffffLL)
     throw std::runtime_error("flash:hopper: " + std::to_string(work_tiles) + " work tiles exceed the int range");
@@ -148,20 +166,19 @@ cudaError_t flash_hopper_bwd_prepare(DType dtype, int head_dim) {
 
 void flash_hopper_backward(const FlashBwdParams& params, DType dtype, int head_dim, cudaStream_t stream) {
   hopper::HopperBwdParams p;
-  const long long bh_q = static_cast<long long>(params.problem.batch) * params.problem.heads;
-  const long long bh_kv = static_cast<long long>(params.problem.batch) * params.problem.heads_kv;
-  p.q_map = encode("q", params.q, dtype, head_dim, params.problem.seq_q, bh_q, BwdTraits128::kBlockM);
-  p.do_map = encode("dO", params.d_o, dtype, head_dim, params.problem.seq_q, bh_q, BwdTraits128::kBlockM);
-  p.k_map = encode("k", params.k, dtype, head_dim, params.problem.seq_kv, bh_kv, BwdTraits128::kBlockN);
-  p.v_map = encode("v", params.v, dtype, head_dim, params.problem.seq_kv, bh_kv, BwdTraits128::kBlockN);
+  const long long bh_q = static_cast<long long>(params.batch) * params.heads;
+  const long long bh_kv = static_cast<long long>(params.batch) * params.heads_kv;
+  p.q_map = encode("q", params.q, dtype, head_dim, params.seq_q, bh_q, BwdTraits128::kBlockM);
+  p.do_map = encode("dO", params.d_o, dtype, head_dim, params.seq_q, bh_q, BwdTraits128::kBlockM);
+  p.k_map = encode("k", params.k, dtype, head_dim, params.seq_kv, bh_kv, BwdTraits128::kBlockN);
+  p.v_map = encode("v", params.v, dtype, head_dim, params.seq_kv, bh_kv, BwdTraits128::kBlockN);
   p.lse_log2 = params.lse_log2;
   p.d_sum = params.d_sum;
   p.dq_accum = params.dq_accum;
   p.dk = params.dk;
   p.dv = params.dv;
-  p.problem = params.problem;
-  const FlashBwdGrid g =
-      flash_bwd_grid(params.problem.mask, params.problem.seq_kv, params.problem.heads_kv, params.problem.batch);
+  p.problem = hopper_problem(params, params.scale * kLog2e);
+  const FlashBwdGrid g = flash_bwd_grid(params.mask, params.seq_kv, params.heads_kv, params.batch);
   flash_bwd_pre_pass(params, dtype, head_dim, stream);
   if (cudaPeekAtLastError() != cudaSuccess) return;  // the caller's check reports the first failure
   with_bwd_instance(dtype, head_dim, [&](auto instance) { decltype(instance)::launch(p, dim3(g.x, g.y, g.z), stream); });

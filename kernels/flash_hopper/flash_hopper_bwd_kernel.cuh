@@ -30,7 +30,7 @@
 
 #include <cstdint>
 
-#include "common/kernel_problem.hpp"
+#include "core/mask_bounds.hpp"
 #include "flash_bwd/flash_bwd_order.hpp"
 #include "flash_hopper/flash_hopper_kernel.cuh"  // fast_exp2, pack2
 #include "flash_hopper/hopper_ptx.cuh"
@@ -80,7 +80,7 @@ struct HopperBwdParams {
   float* dq_accum = nullptr;  // [batch, heads, seq_q, head_dim] fp32, zeroed by the pre-pass
   void* dk = nullptr;         // [batch, heads_kv, seq_kv, head_dim]
   void* dv = nullptr;
-  KernelProblem problem;
+  HopperProblem problem;
 };
 
 // Makes this thread's generic-proxy shared-memory writes visible to the async proxy (wgmma reading

@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "common/kernel_problem.hpp"
+#include "core/mask_bounds.hpp"
 #include "flash_hopper/hopper_ptx.cuh"
 #include "flash_hopper/register_budget.hpp"
 #include "flash_hopper/wgmma_ops.cuh"
@@ -66,6 +66,19 @@ struct HopperTraits {
   static_assert(kAtomBytesKV % 1024 == 0, "K/V slots stay 1024-byte aligned for the 128-byte swizzle");
 };
 
+// The problem's sizes, softmax scale and mask, as both Hopper kernels (forward and backward) read
+// them.
+struct HopperProblem {
+  int heads = 0;
+  int heads_kv = 0;
+  int group_size = 1;  // heads / heads_kv
+  int seq_q = 0;
+  int seq_kv = 0;
+  float scale = 0.f;
+  float scale_log2 = 0.f;  // scale * log2(e): the kernels exponentiate in base 2
+  MaskBounds mask;
+};
+
 // What the launch passes (by value, __grid_constant__: TMA reads the descriptors in place).
 struct HopperKernelParams {
   CUtensorMap q_map;  // [batch * heads][seq_q][head_dim], boxes of 64 x 128 x 1
@@ -73,7 +86,7 @@ struct HopperKernelParams {
   CUtensorMap v_map;
   void* o = nullptr;
   float* lse = nullptr;
-  KernelProblem problem;
+  HopperProblem problem;
   int work_tiles = 0;  // query tiles x heads x batch
 };
 

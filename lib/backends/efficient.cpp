@@ -123,7 +123,15 @@ class EfficientBackend final : public AttentionBackend {
     params.o = buffers.o;
     params.lse = buffers.lse;
     params.bias = problem.has_bias ? buffers.bias : nullptr;
-    params.problem = kernels::kernel_problem(problem);
+    params.batch = problem.shape.batch;
+    params.heads = problem.shape.heads;
+    params.heads_kv = problem.shape.kv_heads();
+    params.group_size = problem.shape.group_size();
+    params.seq_q = problem.shape.seq_q;
+    params.seq_kv = problem.shape.seq_kv;
+    params.head_dim = problem.shape.head_dim;
+    params.scale = problem.softmax_scale();
+    params.mask = mask_bounds(problem);
     params.bias_ld = problem.shape.seq_kv;
     if (problem.shape.ragged()) {
       params.seq_lens_q = buffers.seq_lens_q;

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <numbers>
 #include <map>
 #include <optional>
 #include <set>
@@ -171,7 +172,15 @@ kernels::FlashParams dense_flash_params(const AttentionProblem& problem, const A
   params.v = buffers.v;
   params.o = buffers.o;
   params.lse = buffers.lse;
-  params.problem = kernels::kernel_problem(problem);
+  params.batch = problem.shape.batch;
+  params.heads = problem.shape.heads;
+  params.heads_kv = problem.shape.kv_heads();
+  params.group_size = problem.shape.group_size();
+  params.seq_q = problem.shape.seq_q;
+  params.seq_kv = problem.shape.seq_kv;
+  params.scale = problem.softmax_scale();
+  params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
+  params.mask = mask_bounds(problem);
   return params;
 }
 
@@ -236,9 +245,17 @@ class SplitKvDecode {
     params.o = buffers.o;
     params.lse = buffers.lse;
     bind_sequence_arrays(backend_, s, buffers, params);
-    params.problem = kernels::kernel_problem(problem);
+    params.batch = s.batch;
+    params.heads = s.heads;
+    params.heads_kv = s.kv_heads();
+    params.group_size = s.group_size();
+    params.seq_q = s.seq_q;
+    params.seq_kv = s.seq_kv;
     params.page_size = s.page_size;
     params.pages_per_sequence = s.pages_per_sequence();
+    params.scale = problem.softmax_scale();
+    params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
+    params.mask = mask_bounds(problem);
     params.splits = splits_;
     if (splits_ > 1) {
       params.partial_o = workspace_.as<float>();
@@ -320,7 +337,7 @@ class FlashBackend final : public AttentionBackend {
       params.page_size = s.page_size;
       params.pages_per_sequence = s.pages_per_sequence();
     }
-    kernels::flash_forward(params, problem.dtype, s.head_dim, varlen || params.problem.mask.bounded(), varlen, stream);
+    kernels::flash_forward(params, problem.dtype, s.head_dim, varlen || params.mask.bounded(), varlen, stream);
     CUDA_CHECK_LAUNCH();
   }
 

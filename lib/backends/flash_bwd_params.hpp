@@ -23,6 +23,7 @@ inline Unsupported flash_bwd_unsupported(const char* backend, const AttentionPro
 }
 
 inline kernels::FlashBwdParams flash_bwd_params(const AttentionProblem& problem, const BackwardBuffers& buffers) {
+  const AttentionShape& s = problem.shape;
   kernels::FlashBwdParams params;
   params.q = buffers.q;
   params.k = buffers.k;
@@ -33,7 +34,14 @@ inline kernels::FlashBwdParams flash_bwd_params(const AttentionProblem& problem,
   params.dq = buffers.dq;
   params.dk = buffers.dk;
   params.dv = buffers.dv;
-  params.problem = kernels::kernel_problem(problem);
+  params.batch = s.batch;
+  params.heads = s.heads;
+  params.heads_kv = s.kv_heads();
+  params.group_size = s.group_size();
+  params.seq_q = s.seq_q;
+  params.seq_kv = s.seq_kv;
+  params.scale = problem.softmax_scale();
+  params.mask = mask_bounds(problem);
   return params;
 }
 

@@ -2,13 +2,11 @@
 // definition: every row's key range, and for every block of query rows the key tiles it visits,
 // skips and masks, over causal or not, both alignments, windows, odd and unequal lengths and the
 // flash (128 x 64) and efficient (64 x 64, 64 x 32) tile shapes.
-#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "common/kernel_problem.hpp"
 #include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 
@@ -54,43 +52,6 @@ TEST(MaskBounds, RowRangesAreVisibleKeys) {
         EXPECT_EQ(last, want.last) << describe(p) << " row " << row;
       }
     }
-  }
-}
-
-// kernel_problem() is what every kernel's parameters carry: grouped heads, a ragged batch's maxima,
-// the default and an explicit scale (with its base-2 form) and each problem's mask.
-TEST(KernelProblem, CarriesTheSizesScaleAndMaskOfTheProblem) {
-  AttentionProblem grouped;
-  grouped.shape = {3, 12, 17, 40, 128};
-  grouped.shape.heads_kv = 4;
-  grouped.shape.seq_lens_q = {1, 17, 9};
-  grouped.shape.seq_lens_kv = {40, 5, 33};
-  const kernels::KernelProblem g = kernels::kernel_problem(grouped);
-  EXPECT_EQ(g.batch, 3);
-  EXPECT_EQ(g.heads, 12);
-  EXPECT_EQ(g.heads_kv, 4);
-  EXPECT_EQ(g.group_size, 3);
-  EXPECT_EQ(g.seq_q, 17);
-  EXPECT_EQ(g.seq_kv, 40);
-  EXPECT_EQ(g.head_dim, 128);
-  EXPECT_FLOAT_EQ(g.scale, 1.f / std::sqrt(128.f));
-  EXPECT_EQ(g.scale_log2, g.scale * 1.4426950408889634f);
-  EXPECT_FALSE(g.mask.bounded());
-
-  AttentionProblem plain;
-  plain.shape = {2, 6, 33, 65, 64};
-  plain.scale = 0.25f;
-  const kernels::KernelProblem k = kernels::kernel_problem(plain);
-  EXPECT_EQ(k.heads_kv, 6);  // heads_kv 0: one K/V head per query head
-  EXPECT_EQ(k.group_size, 1);
-  EXPECT_EQ(k.scale, 0.25f);
-  EXPECT_EQ(k.scale_log2, 0.25f * 1.4426950408889634f);
-  for (const AttentionProblem& p : mask_problems()) {
-    const MaskBounds want = mask_bounds(p), got = kernels::kernel_problem(p).mask;
-    EXPECT_EQ(got.low, want.low) << describe(p);
-    EXPECT_EQ(got.high, want.high) << describe(p);
-    EXPECT_EQ(got.diagonal, want.diagonal) << describe(p);
-    EXPECT_EQ(got.bottom_right, want.bottom_right) << describe(p);
   }
 }
 

@@ -54,14 +54,14 @@ int attnprof_decode_run(const void* q, const void* k, const void* v, void* o, in
   p.k = k;
   p.v = v;
   p.o = o;
-  p.problem.batch = batch;
-  p.problem.heads = heads;
-  p.problem.heads_kv = heads_kv;
-  p.problem.group_size = heads / heads_kv;
-  p.problem.seq_q = 1;
-  p.problem.seq_kv = seq_kv;
-  p.problem.scale = 1.0f / std::sqrt(128.0f);
-  p.problem.scale_log2 = p.problem.scale * attnprof::kernels::kLog2e;
+  p.batch = batch;
+  p.heads = heads;
+  p.heads_kv = heads_kv;
+  p.group_size = heads / heads_kv;
+  p.seq_q = 1;
+  p.seq_kv = seq_kv;
+  p.scale = 1.0f / std::sqrt(128.0f);
+  p.scale_log2 = p.scale * attnprof::kernels::kLog2e;
   p.splits = splits;
   if (splits > 1) {
     p.partial_o = workspace;
