@@ -343,6 +343,12 @@ void ChromeTraceWriter::write_gpu_placement(const GpuActivity& g) {
   put_int(buffer_, g.correlation);
 }
 
+void ChromeTraceWriter::write_bandwidth(const GpuActivity& g, std::uint64_t bytes) {
+  const double ns = static_cast<double>(g.end_ns > g.start_ns ? g.end_ns - g.start_ns : 0);
+  put(buffer_, ",\"memory bandwidth (GB/s)\":");
+  put_fixed(buffer_, ns > 0 ? bytes / ns : 0.0, 3);
+}
+
 void ChromeTraceWriter::end_gpu_event(const GpuActivity& g) {
   if (!g.launch_api.empty()) {
     put(buffer_, ",\"launch api\":");
@@ -491,12 +497,10 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
   put(buffer_, " -> ");
   append_json_text(buffer_, m.dst_memory);
   put(buffer_, ")\"");
-  const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
   write_gpu_placement(m);
   put(buffer_, ",\"bytes\":");
   put_int(buffer_, m.bytes);
-  put(buffer_, ",\"memory bandwidth (GB/s)\":");
-  put_fixed(buffer_, ns > 0 ? m.bytes / ns : 0.0, 3);
+  write_bandwidth(m, m.bytes);
   put(buffer_, ",\"copy kind\":\"");
   put(buffer_, to_string(m.kind));
   put(buffer_, "\"");
@@ -508,14 +512,12 @@ void ChromeTraceWriter::write(const MemsetActivity& m) {
   put(buffer_, "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (");
   append_json_text(buffer_, m.memory);
   put(buffer_, ")\"");
-  const double ns = static_cast<double>(m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0);
   write_gpu_placement(m);
   put(buffer_, ",\"bytes\":");
   put_int(buffer_, m.bytes);
   put(buffer_, ",\"value\":");
   put_int(buffer_, m.value);
-  put(buffer_, ",\"memory bandwidth (GB/s)\":");
-  put_fixed(buffer_, ns > 0 ? m.bytes / ns : 0.0, 3);
+  write_bandwidth(m, m.bytes);
   end_gpu_event(m);
 }
 

@@ -139,6 +139,7 @@ class ChromeTraceWriter {
   // (launch API, case args, the closing braces and the ac2g flow's end).
   void begin_gpu_event(const GpuActivity& g);
   void write_gpu_placement(const GpuActivity& g);
+  void write_bandwidth(const GpuActivity& g, std::uint64_t bytes);  // a copy's or fill's GB/s arg
   void end_gpu_event(const GpuActivity& g);
   void write_kernel_shape_args(const KernelActivity& kernel);
   void format_kernel_shape_args(const KernelActivity& kernel);
