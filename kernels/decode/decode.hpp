@@ -40,6 +40,9 @@ struct DecodeParams {
   int splits = 1;   // > 1: partial results to the workspace, then the combine kernel
   float* partial_o = nullptr;    // [splits, batch, heads, seq_q, head_dim] fp32 when split
   float* partial_lse = nullptr;  // [splits, batch, heads, seq_q] fp32 when split
+  // Blocks resident at once (SMs x blocks per SM); > 0 lets each block of an unsplit grid of
+  // several waves warm L2 with the first keys of the block one wave after it (decode_kernel.cuh).
+  int wave_blocks = 0;
 };
 
 // Query rows one block holds (the m16 tile of mma.sync): group_size * seq_q must not exceed it.

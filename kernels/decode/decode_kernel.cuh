@@ -120,6 +120,41 @@ __device__ __forceinline__ void copy_key_tile(const DecodeParams& p, uint32_t st
   }
 }
 
+// L2 prefetch for the next wave. An unsplit grid of more blocks than fit at once runs in waves
+// whose blocks start and end nearly together (equal work), so between two waves every slot
+// drains, exits, relaunches and waits a DRAM round trip for its first tiles, and DRAM idles. Once
+// its own keys have landed, block i asks L2 for the first kDecodePrefetchKeys visible keys of K
+// and V of block i + wave_blocks (blocks start in index order, so that one takes the slot freed
+// next), and the drain loads them. Dense caches only (one contiguous run per K/V head and
+// sequence); a hint that changes no result. docs/perf/NOTES.md, session 43: at 64 sequences x 8
+// K/V heads x 4096 keys on the H100, 0.45%, 0.75% and 0.9% less time with 64, 128 and 256 keys;
+// 128 keys issued at the block's start instead, 0.2%.
+inline constexpr int kDecodePrefetchKeys = 256;
+
+template <typename Traits>
+__device__ __forceinline__ void prefetch_next_wave(const DecodeParams& p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (p.wave_blocks <= 0 || p.block_table != nullptr || p.cu_seqlens_kv != nullptr) return;
+  const long long next = static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y + p.wave_blocks;
+  if (gridDim.x != 1 || next >= static_cast<long long>(gridDim.y) * gridDim.z) return;
+  const int kv_head = static_cast<int>(next % gridDim.y);
+  const int b = static_cast<int>(next / gridDim.y);
+  const int q_len = p.seq_lens_q != nullptr ? p.seq_lens_q[b] : p.seq_q;
+  const int kv_len = p.seq_lens_kv != nullptr ? p.seq_lens_kv[b] : p.seq_kv;
+  if (q_len == 0 || kv_len == 0) return;
+  const MaskBounds mask = p.mask.for_lengths(q_len, kv_len);
+  const int lo = mask.first_key(0);
+  const int keys = min(kDecodePrefetchKeys, mask.last_key(q_len - 1, kv_len) + 1 - lo);
+  if (keys <= 0) return;
+  const int64_t first = (static_cast<int64_t>(b) * p.heads_kv + kv_head) * p.seq_kv + lo;
+  const auto* k = static_cast<const typename Traits::Element*>(p.k) + first * Traits::kHeadDim;
+  const auto* v = static_cast<const typename Traits::Element*>(p.v) + first * Traits::kHeadDim;
+  const uint32_t bytes = static_cast<uint32_t>(keys * Traits::kRowBytes);  // a multiple of 16
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(k), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(v), "r"(bytes) : "memory");
+#endif
+}
+
 // Swizzled shared address of 16-byte chunk `chunk` of tile row `row` (chunk ^ row % 8).
 template <typename Traits>
 __device__ __forceinline__ uint32_t swizzled(uint32_t tile, int row, int chunk) {
@@ -286,6 +321,9 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
   // itself); not earlier, so that its blocks do not sit waiting through the keys' whole stream.
   if constexpr (kSplit) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+  if constexpr (!kSplit) {
+    if (tid == 0) prefetch_next_wave<Traits>(p);  // warp 0's keys are in; the others' nearly
+  }
 
   // Merge the warps: each publishes its rows' max, sum and unnormalised O in the (now idle)
   // stages; then every thread combines 8 columns of a row over the warps.

@@ -227,6 +227,7 @@ class SplitKvDecode {
         kernels::decode_split_inputs(static_cast<long long>(problem.shape.batch) * problem.shape.kv_heads(),
                                      std::max(decode_key_tiles(problem), 1), sm_count_, found->second);
     splits_ = kernels::choose_decode_splits(in);
+    wave_blocks_ = sm_count_ * found->second;
     if (decode_splits_override() > 0) splits_ = std::min(decode_splits_override(), in.key_tiles);
     if (splits_ > 1)
       workspace_.reserve(static_cast<std::size_t>(kernels::decode_workspace_floats(problem.shape, splits_)) *
@@ -257,6 +258,7 @@ class SplitKvDecode {
     params.scale_log2 = params.scale * std::numbers::log2e_v<float>;
     params.mask = mask_bounds(problem);
     params.splits = splits_;
+    params.wave_blocks = wave_blocks_;
     if (splits_ > 1) {
       params.partial_o = workspace_.as<float>();
       params.partial_lse = params.partial_o + static_cast<long long>(splits_) * s.batch * s.heads * s.seq_q * s.head_dim;
@@ -269,6 +271,7 @@ class SplitKvDecode {
   const char* backend_;
   std::map<std::pair<DType, int>, int> blocks_per_sm_;  // prepared instantiations
   int sm_count_ = 0;
+  int wave_blocks_ = 0;  // blocks of the prepared instantiation resident at once
   int splits_ = 1;
   std::optional<AttentionProblem> problem_;
   DeviceBuffer workspace_;  // split-KV partial O and logsumexp, grown in prepare()

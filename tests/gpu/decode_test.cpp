@@ -73,6 +73,10 @@ std::vector<DecodeCase> decode_cases() {
       add(decode_problem(1, 8, 2, 1, 20000, d, dtype, CausalMode::none), "split_1x20000");
       add(decode_problem(1, 32, 8, 1, 9000, d, dtype, CausalMode::bottom_right, {4000, 0}), "split_window");
       add(decode_problem(66, 8, 4, 1, 200, d, dtype, CausalMode::none), "unsplit_full_wave");
+      // Unsplit over more than two waves (each block warms L2 for the block a wave after it):
+      // fewer keys than the prefetch's, and a window that starts past key 0.
+      add(decode_problem(150, 8, 4, 1, 77, d, dtype, CausalMode::none), "unsplit_waves_1x77");
+      add(decode_problem(150, 8, 4, 1, 300, d, dtype, CausalMode::bottom_right, {100, 0}), "unsplit_waves_window");
       // Ragged K/V (packed), lengths 1, 17 and the maximum; ragged q too.
       AttentionProblem ragged = decode_problem(3, 8, 2, 1, 2500, d, dtype, CausalMode::bottom_right);
       ragged.shape.seq_lens_kv = {1, 17, 2500};

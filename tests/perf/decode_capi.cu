@@ -16,6 +16,21 @@ namespace {
 
 using Instance = attnprof::kernels::DecodeForward<attnprof::DType::bf16, 128>;
 
+// SMs x blocks per SM of the instance, as flash:fa2's backend passes it (found once).
+cudaError_t wave_blocks(int* blocks) {
+  static int cached = 0;
+  if (cached == 0) {
+    int blocks_per_sm = 0, device = 0, sm_count = 0;
+    cudaError_t error = Instance::prepare(&blocks_per_sm);
+    if (error == cudaSuccess) error = cudaGetDevice(&device);
+    if (error == cudaSuccess) error = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+    if (error != cudaSuccess) return error;
+    cached = sm_count * blocks_per_sm;
+  }
+  *blocks = cached;
+  return cudaSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -63,6 +78,7 @@ int attnprof_decode_run(const void* q, const void* k, const void* v, void* o, in
   p.scale = 1.0f / std::sqrt(128.0f);
   p.scale_log2 = p.scale * attnprof::kernels::kLog2e;
   p.splits = splits;
+  if (const cudaError_t error = wave_blocks(&p.wave_blocks); error != cudaSuccess) return static_cast<int>(error);
   if (splits > 1) {
     p.partial_o = workspace;
     p.partial_lse = workspace + static_cast<long long>(splits) * batch * heads * 128;
