@@ -16,18 +16,25 @@ namespace {
 
 using Instance = attnprof::kernels::DecodeForward<attnprof::DType::bf16, 128>;
 
-// SMs x blocks per SM of the instance, as flash:fa2's backend passes it (found once).
-cudaError_t wave_blocks(int* blocks) {
-  static int cached = 0;
-  if (cached == 0) {
-    int blocks_per_sm = 0, device = 0, sm_count = 0;
-    cudaError_t error = Instance::prepare(&blocks_per_sm);
+// The device's SMs and the instance's blocks per SM, found once (prepare() also raises the
+// kernels' shared-memory limit): the split rule's inputs and, multiplied, DecodeParams::wave_blocks.
+struct Occupancy {
+  int sm_count = 0;
+  int blocks_per_sm = 0;
+};
+
+cudaError_t occupancy(Occupancy* out) {
+  static Occupancy cached;
+  if (cached.sm_count == 0) {
+    Occupancy found;
+    int device = 0;
+    cudaError_t error = Instance::prepare(&found.blocks_per_sm);
     if (error == cudaSuccess) error = cudaGetDevice(&device);
-    if (error == cudaSuccess) error = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+    if (error == cudaSuccess) error = cudaDeviceGetAttribute(&found.sm_count, cudaDevAttrMultiProcessorCount, device);
     if (error != cudaSuccess) return error;
-    cached = sm_count * blocks_per_sm;
+    cached = found;
   }
-  *blocks = cached;
+  *out = cached;
   return cudaSuccess;
 }
 
@@ -39,16 +46,14 @@ const char* attnprof_decode_error_string(int status) { return cudaGetErrorString
 
 // The split count flash:fa2's rule picks for this problem (0 on a CUDA error; see *status).
 int attnprof_decode_splits(int batch, int heads_kv, int seq_kv, int* status) {
-  int blocks_per_sm = 0, device = 0, sm_count = 0;
-  cudaError_t error = Instance::prepare(&blocks_per_sm);
-  if (error == cudaSuccess) error = cudaGetDevice(&device);
-  if (error == cudaSuccess) error = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+  Occupancy occ;
+  const cudaError_t error = occupancy(&occ);
   *status = static_cast<int>(error);
   if (error != cudaSuccess) return 0;
   const int key_tiles =
       std::max(1, (seq_kv + attnprof::kernels::kDecodeBlockKeys - 1) / attnprof::kernels::kDecodeBlockKeys);
-  return attnprof::kernels::choose_decode_splits(
-      attnprof::kernels::decode_split_inputs(static_cast<long long>(batch) * heads_kv, key_tiles, sm_count, blocks_per_sm));
+  return attnprof::kernels::choose_decode_splits(attnprof::kernels::decode_split_inputs(
+      static_cast<long long>(batch) * heads_kv, key_tiles, occ.sm_count, occ.blocks_per_sm));
 }
 
 // Floats of split workspace the caller provides when splits > 1.
@@ -78,7 +83,9 @@ int attnprof_decode_run(const void* q, const void* k, const void* v, void* o, in
   p.scale = 1.0f / std::sqrt(128.0f);
   p.scale_log2 = p.scale * attnprof::kernels::kLog2e;
   p.splits = splits;
-  if (const cudaError_t error = wave_blocks(&p.wave_blocks); error != cudaSuccess) return static_cast<int>(error);
+  Occupancy occ;
+  if (const cudaError_t error = occupancy(&occ); error != cudaSuccess) return static_cast<int>(error);
+  p.wave_blocks = occ.sm_count * occ.blocks_per_sm;
   if (splits > 1) {
     p.partial_o = workspace;
     p.partial_lse = workspace + static_cast<long long>(splits) * batch * heads * 128;
