@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds attnprof_decode_capi (the bf16 d128 decode kernels behind C functions) once per version of
-# the kernel, each with the same nvcc command, for an A/B in one device call:
-#   docs/perf/decode_ab_libs.sh carry/libs main=HEAD trim=.
-#   (on the device) python3 docs/perf/decode_same_buffers.py carry/libs/libmain.so carry/libs/libtrim.so
+# the kernel, each with the same nvcc command, for an A/B in one run:
+#   docs/perf/decode_ab_libs.sh libs main=HEAD trim=.
+#   (on the GPU machine) python3 docs/perf/decode_same_buffers.py libs/libmain.so libs/libtrim.so
 # Each argument is NAME=REV: REV a git revision, or "." for the working tree as it is (uncommitted
 # changes included). The result is OUTDIR/libNAME.so, stripped (about 0.8 MB each). ptxas's
 # register and spill counts are printed for each, since a change in them is the first thing to

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Two attnprof builds against each other, one shape per kernel family, for a change that must not
-# cost time (a refactor of kernel parameters, say). On the device: family_ab.sh OLD NEW [ROUNDS]
+# cost time (a refactor of kernel parameters, say). On the GPU machine: family_ab.sh OLD NEW [ROUNDS]
 # (OLD and NEW: attnprof binaries). Each round runs every case old, new, new, old, so neither build
 # always runs first; prints each case's median of the runs' median_us, its range, and new/old.
-# Session 42 (NOTES.md) timed its first, second and fifth cases by the same loop, run inline, 12 runs
-# a build: flash:fa2 forward, whose cubins were byte-identical, read 0.9993x (the noise to compare
-# the others against).
+# NOTES.md's 2026-12-07 entry on one parameter struct for every family (H100 80GB HBM3) timed its
+# first, second and fifth cases by the same loop, run inline, 12 runs a build: flash:fa2 forward,
+# whose cubins were byte-identical, read 0.9993x (the noise to compare the others against).
 set -uo pipefail
 OLD=$1 NEW=$2 ROUNDS=${3:-3}
 S="b=2,h=16,sq=4096,skv=4096,d=128"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Multi-GPU on an nvidia-h200-x2 (any host with 2+ GPUs), in one device call (< 10 minutes):
+# Multi-GPU on a host with two H200s (any host with 2+ GPUs), in one go (< 10 minutes):
 #   1. tests/gpu/multi_device_test.cpp (run --devices all, and --isolate)
 #   2. attnprof run --devices all on a config: a case list shared out, one trace, one summary
 #   3. attnprof profile -- torchrun (2 ranks: SDPA + all_reduce, docs/examples/ddp_sdpa_allreduce.py)
 #   4. attnprof merge of the per-rank traces, and attnprof report of the merged trace
 # On a one-GPU machine it rehearses the same steps: --isolate for step 2, and two ranks sharing
 # the GPU over gloo for step 3 (NCCL refuses two ranks on one device), so no NCCL kernels there.
-# Run from the repo root with the build folder carried; writes to $OUT:
+# Run from the repo root with a build folder; writes to $OUT:
 #   multi_gpu.log                     everything below, in order
 #   gpu_multi_device_test.log         step 1
 #   run_devices_summary.json          step 2's summary.json
@@ -22,8 +22,8 @@ WORK=${WORK:-/tmp/attnprof-multi-gpu-work}
 rm -rf "$WORK"
 mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1
-# NVLink multicast must stay off on the lent machines (NCCL's NVLS algorithms, PyTorch's
-# symmetric memory, NVSHMEM); the example script sets the same defaults itself.
+# NVLink multicast must stay off on the hosts this is tested on (NCCL's NVLS algorithms,
+# PyTorch's symmetric memory, NVSHMEM); the example script sets the same defaults itself.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 exec > >(tee "$OUT/multi_gpu.log") 2>&1
 A="$B/app/attnprof"

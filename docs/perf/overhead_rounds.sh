@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # profile_overhead.sh's loops, ROUNDS times, each profiled run right after its unprofiled twin,
-# so that the machine's drift (the unprofiled loops alone moved ±30 % between runs on the lent
-# H200) hits both sides of a ratio alike; prints each round's ratios and their median.
+# so that the machine's drift (the unprofiled loops alone moved ±30 % between runs on an H200
+# host, 2026-12-02) hits both sides of a ratio alike; prints each round's ratios and their median.
 # Usage: docs/perf/overhead_rounds.sh BUILD_DIR   (ROUNDS, default 6)
 set -uo pipefail
 BUILD=${1:-build}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `attnprof profile` and `attnprof report` on the lent H200, in one device call (< 5 minutes).
-# Run from the repo root with the build folder carried; writes at most 6 files to $OUT:
+# `attnprof profile` and `attnprof report` on an H200, in one go (< 5 minutes).
+# Run from the repo root with a build folder; writes at most 6 files to $OUT:
 #   profile_h200.log                  everything below, in order
 #   gpu_profile_test.log              tests/gpu/profile_test.cpp (launch_loop under the injection)
 #   sdpa_attnprof_summary.json        attnprof profile of docs/examples/sdpa_backends.py

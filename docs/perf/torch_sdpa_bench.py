@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's SDPA backends timed the way attnprof times its own (CUDA events around each call,
 median of N after warm-up), at the shapes of configs/perf_h200*.json, so both run side by side
-in one device call. PyTorch is only the yardstick; attnprof does not depend on it.
+in one run. PyTorch is only the yardstick; attnprof does not depend on it.
 
 Prints one JSON object per line: {"backend", "shape", "causal", "median_us", "tflops"}.
 """

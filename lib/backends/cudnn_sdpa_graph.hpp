@@ -82,9 +82,9 @@ struct SdpaGraphVariant {
 std::vector<std::int32_t> sdpa_token_page_table(const AttentionShape& shape);
 
 // Whether packed K/V should be read as one-token pages first: for decode (seq_q up to 16), where
-// on the lent H200 (cuDNN 9.14) the ragged-offset graph ran 1.6-16x slower (8x32/8x1x32768x128,
-// ragged lengths: 584 us against 241 us; 1x32/8x1x131072x128: 2261 us against 144 us) and the
-// page view matched dense K/V. Prefill keeps the ragged offsets (cuDNN's THD path; not measured).
+// on an NVIDIA H200 (cuDNN 9.14, 2026-12-03) the ragged-offset graph ran 1.6-16x slower
+// (8x32/8x1x32768x128, ragged lengths: 584 us against 241 us; 1x32/8x1x131072x128: 2261 us
+// against 144 us) and the page view matched dense K/V. Prefill keeps the ragged offsets (cuDNN's THD path; not measured).
 bool sdpa_prefers_token_pages(const AttentionProblem& problem);
 
 // "native SDPA_FWD op" / "composite pattern graph (bottom-right band [left 18, right 0], GEN_INDEX math int32)".
