@@ -17,7 +17,7 @@ device): the per-rank outputs and the merge are the same, the all_reduce goes th
 
 NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are set before torch loads NCCL, unless the environment already sets them
-(the lent machines need multicast off; see docs/multi_gpu.md).
+(machines whose NVLink multicast is unavailable need it off; see docs/multi_gpu.md).
 """
 import argparse
 import os

@@ -8,7 +8,7 @@ open; attnprof gives those launches to the one top-level range of the process th
 every range and are not counted.
 
     attnprof profile --out traces/train -- python3 docs/examples/sdpa_train_step.py
-    python3 tests/gpu/check_backward_attribution.py traces/train    # the counts, checked
+    python3 docs/perf/check_backward_attribution.py traces/train    # the counts, checked
 
 Options: --shape B,H,S,D (default 2,16,1024,128), --iterations N (default 5), --causal,
 --backends flash,efficient,cudnn,math (default: all four).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A stripped, xz-compressed copy of what the GPU steps run (attnprof, the injection library, the
 # GPU tests and their helper programs): carry/build.tar.xz, about 38 MB in 2026-12 (212 MB
-# unpacked), under the device call's 64 MiB carry limit. On the device: tests/gpu/unpack_build.sh.
+# unpacked), small enough to copy to a GPU machine in one piece. There: tests/gpu/unpack_build.sh.
 set -euo pipefail
 B=${1:-build}
 C=carry/stage/build

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The performance targets of issues 19, 20 and 21, each beside PyTorch in one device call (the
-# machine drifts 10-30% between calls, so a ratio is only taken inside one).
+# The performance targets of issues 19, 20 and 21, each beside PyTorch in one sitting on one machine
+# (timings drift 10-30% between runs, so a ratio is only taken inside one).
 #   forward   issue 21: configs/perf_h200.json with flash:hopper and our cudnn, then PyTorch's
 #             cuDNN (CUDA-event time and torch.profiler kernel time); flash:hopper against both
 #   decode    issue 19: configs/perf_decode.json (flash, cudnn), then PyTorch's decode backends
@@ -9,8 +9,8 @@
 #             PyTorch's on the same tensors in one process (docs/perf/decode_same_buffers.py)
 #   backward  issue 20: configs/perf_backward.json with flash, efficient and cudnn, then PyTorch's
 #             backward of the same families (torch_backward_bench.py --compare)
-# Usage (on the device, after tests/gpu/unpack_build.sh): issues_sidebyside.sh [forward] [decode] [backward]
-# Everything it writes lands in $OUT/sidebyside.tgz (the device call brings back few files).
+# Usage (on the device, after tests/gpu/unpack_build.sh): sidebyside.sh [forward] [decode] [backward]
+# Everything it writes lands in $OUT/sidebyside.tgz (one archive is easier to bring back than many files).
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-sidebyside}

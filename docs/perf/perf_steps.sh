@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One device call on the lent H200: correctness, sanitizers, performance side by side with
+# One sitting on an NVIDIA H200 or H100: correctness, sanitizers, performance side by side with
 # PyTorch. Run from the repo root with the build folder carried; logs go to $OUT.
-# Usage: tests/gpu/h200_session.sh [steps...]   steps: tests correctness sanitize sanitize_each perf torch default
+# Usage: docs/perf/perf_steps.sh [steps...]   steps: tests correctness sanitize sanitize_each perf torch default
 set -uo pipefail
 OUT=${OUT:-/tmp/attnprof-out}
 B=${BUILD:-build}

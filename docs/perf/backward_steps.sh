@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Device calls for issue 20 (the backward pass). `attribution` profiles PyTorch training steps
+# GPU steps for issue 20 (the backward pass). `attribution` profiles PyTorch training steps
 # (docs/examples/sdpa_train_step.py: an NVTX range around forward + loss.backward()) and checks,
 # from attnprof's own trace, that each case counts the backward kernels PyTorch's autograd thread
-# launches, and exactly the kernels launched inside its ranges (tests/gpu/check_backward_attribution.py).
+# launches, and exactly the kernels launched inside its ranges (docs/perf/check_backward_attribution.py).
 # `backward` runs the backward GPU test (float64 reference gradients, run-to-run repeatability) and
 # configs/backward.json (both passes, every backend: the ones without a backward skip with a reason).
-# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue20.sh attribution|backward
+# Usage (on the device, after tests/gpu/unpack_build.sh): backward_steps.sh attribution|backward
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue20}
@@ -20,7 +20,7 @@ case "${1:-attribution}" in
         > "$dir.txt" 2> "$dir.err"; echo "profile rc=$?"
       grep -E "^train|skipped" "$dir.err" | head -8
       grep -E "train " "$dir.txt" | head -8
-      python3 tests/gpu/check_backward_attribution.py "$dir"; echo "check rc=$?"
+      python3 docs/perf/check_backward_attribution.py "$dir"; echo "check rc=$?"
     done
     ;;
   backward)

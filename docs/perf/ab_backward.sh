@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A/B of attnprof binaries on the backward (flash:fa2 and efficient share its kernel body) in one
-# device call (the machine drifts between calls): carry/attnprof_a.xz, carry/attnprof_b.xz and, when
+# sitting on one machine (timings drift between machines and runs): carry/attnprof_a.xz, carry/attnprof_b.xz and, when
 # present, carry/attnprof_c.xz to carry/attnprof_e.xz, ROUNDS rounds each (default 2), interleaved; then PyTorch's
 # backward beside the last round (docs/perf/torch_backward_bench.py). One line per run: the median kernel time (us) of
 # each case of configs/perf_backward.json, in its order.
-# Usage (device, after tests/gpu/unpack_build.sh): tests/gpu/ab_backward.sh [config]
-# Work files go to AB_DIR (default /tmp/attnprof-ab), not to the device call's $OUT, whose files
+# Usage (device, after tests/gpu/unpack_build.sh): docs/perf/ab_backward.sh [config]
+# Work files go to AB_DIR (default /tmp/attnprof-ab), not to $OUT, whose files
 # (the unpacked binaries among them) would all be copied back.
 set -uo pipefail
 OUT=${AB_DIR:-/tmp/attnprof-ab}

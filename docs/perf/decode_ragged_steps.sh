@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Device calls for issue 19 (decode, paged caches, ragged batches). `tests` runs the GPU tests of
+# GPU steps for issue 19 (decode, paged caches, ragged batches). `tests` runs the GPU tests of
 # the ragged and paged layouts and the decode benchmark beside PyTorch in one call; `llm` runs
 # configs/llm.json end to end (its exit code, the findings) and `attnprof backends`.
 # `tune` times the decode kernel at the heuristic's split count and others (ATTNPROF_DECODE_SPLITS,
 # lib/backends/flash.cpp) beside PyTorch; `splits` does the same over batches of 2 to 48 sequences
 # (16 to 384 blocks of one split), where the split rule decides between one wave and none;
 # `cudnn_ragged` chases the cudnn ragged prefill's illegal address (compute-sanitizer memcheck).
-# Usage (on the device, after tests/gpu/unpack_build.sh): h200_issue19.sh tests|llm|tune|splits|cudnn_ragged
+# Usage (on the device, after tests/gpu/unpack_build.sh): decode_ragged_steps.sh tests|llm|tune|splits|cudnn_ragged
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue19}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# A/B of attnprof_decode_bench binaries in one device call (the machine drifts between calls):
+# A/B of attnprof_decode_bench binaries in one sitting on one machine (timings drift between runs):
 # carry/decode_bench_a.xz, carry/decode_bench_b.xz and, when present, _c to _e, on the decode
 # shapes of issue 19 (bf16, 32/8 heads, d128; contiguous, and pages of 16 at 64 x 4096), three
 # rounds interleaved, each followed by PyTorch's SDPA backends on the same shapes
 # (tests/perf/decode_torch.py), so each side has three medians from the same call.
 # One line per run: the bench's median time and GB/s.
-# Usage (device): tests/gpu/ab_decode.sh [calls per run, default 300]
+# Usage (device): docs/perf/ab_decode.sh [calls per run, default 300]
 set -uo pipefail
 OUT=${AB_DIR:-/tmp/attnprof-ab-decode}
 CALLS=${1:-300}

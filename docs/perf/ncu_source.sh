@@ -4,8 +4,8 @@
 # CSV because this side has no ncu to open the report. Runs attnprof_forward (no CUPTI in the
 # process), skips the first launch of the kernel (warm-up) and profiles the second.
 # Usage (device, after tests/gpu/unpack_build.sh):
-#   OUT=dir tests/gpu/ncu_source.sh NAME KERNEL_REGEX attnprof_forward-arguments...
-# e.g. tests/gpu/ncu_source.sh hopper1024 flash_hopper flash:hopper 4 16 1024 1024 128 bf16 0 3
+#   OUT=dir docs/perf/ncu_source.sh NAME KERNEL_REGEX attnprof_forward-arguments...
+# e.g. docs/perf/ncu_source.sh hopper1024 flash_hopper flash:hopper 4 16 1024 1024 128 bf16 0 3
 set -uo pipefail
 OUT=${OUT:-/tmp/attnprof-ncu}
 mkdir -p "$OUT"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Device calls for issue 21 (flash:hopper). Usage (on the device, after tests/gpu/unpack_build.sh):
-#   h200_issue21.sh tests    flash:hopper against the float64 reference (every case of
+# GPU steps for issue 21 (flash:hopper). Usage (on the device, after tests/gpu/unpack_build.sh):
+#   hopper_steps.sh tests    flash:hopper against the float64 reference (every case of
 #                            gpu_backend_correctness_test that names it)
-#   h200_issue21.sh sanitize compute-sanitizer memcheck, racecheck and synccheck on flash:hopper
+#   hopper_steps.sh sanitize compute-sanitizer memcheck, racecheck and synccheck on flash:hopper
 #                            cases (odd lengths, seq_q != seq_kv, both dtypes and head dims)
-#   h200_issue21.sh ladder   configs/perf_h200.json: flash:hopper, flash:fa2 and cudnn, then
+#   hopper_steps.sh ladder   configs/perf_h200.json: flash:hopper, flash:fa2 and cudnn, then
 #                            PyTorch's flash and cudnn, all in this one call
-# (tests/gpu/ab_hopper.sh times two builds of flash:hopper against each other.)
+# (docs/perf/ab_hopper.sh times two builds of flash:hopper against each other.)
 set -uo pipefail
 B=${BUILD:-build}
 OUT=${OUT:-/tmp/attnprof-issue21}

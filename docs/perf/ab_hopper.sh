@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# A/B of attnprof binaries on flash:hopper in one device call (the machine drifts between calls):
+# A/B of attnprof binaries on flash:hopper in one sitting on one machine (timings drift between runs):
 # carry/attnprof_a.xz (the previous version) against build/app/attnprof (b), and every other
 # carry/attnprof_<x>.xz (c, d, ...) present, ROUNDS rounds (2 by default), interleaved, with our
 # cudnn in every round. One line per run: the median kernel time (us) of each case of the config,
 # in its order, and the cases whose status is not ok (a failed verification among them).
 # Usage (device, after tests/gpu/unpack_build.sh):
-#   [ROUNDS=n] tests/gpu/ab_hopper.sh [config]
+#   [ROUNDS=n] docs/perf/ab_hopper.sh [config]
 set -uo pipefail
 OUT=${OUT:-/tmp/attnprof-ab}
 CONFIG=${1:-configs/perf_h200.json}

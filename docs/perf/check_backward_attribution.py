@@ -9,7 +9,7 @@ For every case `train <backend>` of summary.json, against trace.json read indepe
      engine's), and some are backward kernels by name.
 Prints the per-iteration counts; exits 1 if a check fails, 2 if the run is not there.
 
-    python3 tests/gpu/check_backward_attribution.py OUT_DIR
+    python3 docs/perf/check_backward_attribution.py OUT_DIR
 """
 import collections
 import gzip
