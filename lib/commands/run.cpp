@@ -18,10 +18,9 @@
 #include "gpu/device_info.hpp"
 #include "html/html_report.hpp"
 #include "runner/sweep.hpp"
-#include "summary/findings.hpp"
+#include "summary/analysis.hpp"
 #include "summary/provenance.hpp"
 #include "summary/render.hpp"
-#include "summary/roofline.hpp"
 #include "sweep/plan.hpp"
 #include "trace/chrome_trace_writer.hpp"
 
@@ -188,8 +187,7 @@ RunOutcome run_sweep(const RunOptions& o) {
 
   summary.interrupted = sweep.interrupted();
   summary.capture = sweep.capture();
-  place_on_roofline(summary);
-  add_run_findings(summary);
+  analyze_run(summary);
   Provenance provenance = Provenance::of("run", summary);
   provenance.config_source = o.config.source;
   provenance.config = o.config.document;

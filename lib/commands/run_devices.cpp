@@ -12,7 +12,7 @@
 
 #include "core/errors.hpp"
 #include "process/spawn.hpp"
-#include "summary/findings.hpp"
+#include "summary/analysis.hpp"
 #include "summary/provenance.hpp"
 #include "trace/trace_merge.hpp"
 
@@ -137,7 +137,7 @@ DeviceRunOutcome run_on_devices(const DeviceRunOptions& o) {
     summary.cases.push_back(it != by_index.end() ? it->second
                                                  : lost_case(o.cases[i], o.devices.front(), "no worker was given this case"));
   }
-  add_run_findings(summary);  // a forward and its backward may have run on different GPUs
+  analyze_run(summary);  // again on the whole: a forward and its backward may have run on different GPUs
 
   // One trace: each worker's GPU keeps pid = its ordinal (one worker per GPU), each worker's
   // host process its own pid; every case keeps its index in the sweep.

@@ -33,7 +33,6 @@
 #include "collector/activity_collector.hpp"
 #include "inject/driver_devices.hpp"
 #include "summary/program_summary.hpp"
-#include "trace/annotate.hpp"
 #include "trace/chrome_trace_writer.hpp"
 #include "trace/trace_files.hpp"
 #include "trace/trace_format.hpp"
@@ -139,7 +138,6 @@ void flush_outputs(const char* why) {
         notes.push_back(fmt::format("device {}: {}", ordinal, e.what()));
       }
     }
-    trace::annotate_occupancy(batch, devices);
 
     const trace::CaptureHealth capture = s->collector->health();
 

@@ -24,10 +24,7 @@
 #include "reference/gradients.hpp"
 #include "reference/verification.hpp"
 #include "runner/device_case.hpp"
-#include "summary/findings.hpp"
-#include "summary/surprises.hpp"
-#include "trace/annotate.hpp"
-#include "trace/projection.hpp"
+#include "summary/analysis.hpp"
 
 namespace attnprof {
 
@@ -455,11 +452,9 @@ CaseSummary record_case(Sweep::State& state, trace::ChromeTraceWriter& writer, C
       }
     }
     batch = state.collector.drain();
-    trace::annotate_occupancy(batch, {state.device});
     tag_annotations(batch, index);
     attach_metrics(state, batch, run, index);
-    std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
-    batch.annotations.insert(batch.annotations.end(), on_gpu.begin(), on_gpu.end());
+    prepare_batch(batch, {state.device});
     writer.write(batch);
   } catch (const std::exception& e) {
     run.status = CaseStatus::failed;
@@ -478,8 +473,7 @@ CaseSummary record_case(Sweep::State& state, trace::ChromeTraceWriter& writer, C
   cs.device = state.settings.device;
   cs.status = run.status;
   cs.reason = run.reason;
-  add_findings(cs);
-  add_surprises(cs, state.settings.config.expect);
+  analyze_case(cs, &state.settings.config.expect);
   return cs;
 }
 

@@ -10,9 +10,7 @@
 
 #include "core/utc_time.hpp"
 #include "core/version.hpp"
-#include "summary/findings.hpp"
-#include "summary/roofline.hpp"
-#include "trace/projection.hpp"
+#include "summary/analysis.hpp"
 
 namespace attnprof {
 
@@ -48,7 +46,7 @@ std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::Annota
     // Occurrences without GPU work have no span; they still count as iterations.
     if (i < per_case.size()) m.iteration_us = per_case[i].span_us();
     CaseSummary c = i < per_case.size() ? per_case[i].summarize(m) : CaseAccumulator().summarize(m);
-    add_findings(c);
+    analyze_case(c, nullptr);  // a profiled program states no expectations
     out.push_back(std::move(c));
   }
   return out;
@@ -61,8 +59,7 @@ RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<Devi
     notes.push_back("the program opened no NVTX range: the whole run is one case (\"whole run\") of one iteration");
   if (assignment.matched_by_time_only)
     notes.push_back("no thread that launched GPU work held an NVTX range: work was matched to ranges by time alone");
-  std::vector<trace::Annotation> on_gpu = trace::project_annotations_to_gpu(batch);
-  batch.annotations.insert(batch.annotations.end(), on_gpu.begin(), on_gpu.end());
+  prepare_batch(batch, devices);
 
   DeviceProperties device;
   if (!devices.empty()) {
@@ -82,7 +79,7 @@ RunSummary summarize_program(trace::ActivityBatch& batch, const std::vector<Devi
   s.cupti_version = info.cupti_version;
   s.capture = capture;
   s.cases = summarize_program_cases(assignment.cases, batch);
-  place_on_roofline(s);
+  analyze_run(s);
   return s;
 }
 

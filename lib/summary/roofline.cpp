@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -97,6 +98,8 @@ void idle_sm_finding(CaseSummary& c, const DeviceProperties& device) {
 void place_on_roofline(RunSummary& summary) {
   if (!summary.roofs) summary.roofs = roofs_from_device(summary.device);
   for (CaseSummary& c : summary.cases) {
+    // Placed again (a combined or merged summary): its findings are replaced, not repeated.
+    std::erase_if(c.findings, [](const Finding& f) { return f.kind == "roofline" || f.kind == "idle_sms"; });
     c.roofline = roofline_point(c.problem, c.median_us, summary.roofs);
     if (c.status != CaseStatus::ok) continue;
     if (summary.roofs) roofline_finding(c, *summary.roofs);

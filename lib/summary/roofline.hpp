@@ -8,7 +8,8 @@
 namespace attnprof {
 
 // Sets summary.roofs from its device when unset, each case's roof fractions, and adds the
-// "roofline" and "idle_sms" findings to the cases that ran.
+// "roofline" and "idle_sms" findings to the cases that ran (replacing those a previous call added).
+// One step of analyze_run (summary/analysis.hpp): commands call that, not this.
 void place_on_roofline(RunSummary& summary);
 
 }  // namespace attnprof

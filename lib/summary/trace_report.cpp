@@ -13,12 +13,9 @@
 #include "config/config.hpp"
 #include "core/version.hpp"
 #include "summary/case_accumulator.hpp"
-#include "summary/findings.hpp"
+#include "summary/analysis.hpp"
 #include "summary/program_summary.hpp"
 #include "summary/provenance.hpp"
-#include "summary/roofline.hpp"
-#include "summary/surprises.hpp"
-#include "trace/annotate.hpp"
 #include "trace/annotation_cases.hpp"
 #include "trace/chrome_trace_reader.hpp"
 
@@ -197,7 +194,7 @@ class ReportBuilder {
     std::optional<trace::Activity> activity = converter_.convert(e, doc);
     if (!activity) return;
     if (auto* kernel = std::get_if<trace::KernelActivity>(&*activity))
-      trace::annotate_occupancy(*kernel, converter_.device_for(kernel->device, doc));
+      prepare_kernel(*kernel, converter_.device_for(kernel->device, doc));
     std::visit([&](auto&& a) { take(a, e); }, *activity);
   }
 
@@ -208,8 +205,7 @@ class ReportBuilder {
     if (gpu_records_ == 0) report.notes.push_back("the trace holds no GPU activity (kernel, gpu_memcpy or gpu_memset events)");
     if (!tagged_.empty()) build_from_tags(doc, options, report);
     else build_from_annotations(doc, report);
-    place_on_roofline(report.summary);
-    add_run_findings(report.summary);
+    analyze_run(report.summary);
     for (const std::string& note : converter_.notes()) report.notes.push_back(note);
     return report;
   }
@@ -293,9 +289,8 @@ class ReportBuilder {
         c.status = was.status;
         c.reason = was.reason;
         c.device = was.device;  // run --devices: the GPU each case ran on
-        add_findings(c);
-        if (expect) add_surprises(c, *expect);
-        else c.surprises = was.surprises;
+        if (!expect) c.surprises = was.surprises;  // without the run's config, its own surprises stand
+        analyze_case(c, expect ? &*expect : nullptr);
         out.cases.push_back(std::move(c));
       }
       if (!tagged_.empty() && static_cast<std::size_t>(tagged_.rbegin()->first) >= stored->cases.size())
@@ -321,7 +316,7 @@ class ReportBuilder {
       m.iterations = spans.empty() ? 0 : spans.rbegin()->first + 1;
       m.iteration_us = t.timed.span_us();
       CaseSummary c = t.timed.summarize(m);
-      add_findings(c);
+      analyze_case(c, nullptr);
       out.cases.push_back(std::move(c));
     }
   }

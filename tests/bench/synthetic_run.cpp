@@ -10,8 +10,7 @@
 #include "config/config.hpp"
 #include "core/device_properties.hpp"
 #include "summary/case_accumulator.hpp"
-#include "summary/findings.hpp"
-#include "summary/surprises.hpp"
+#include "summary/analysis.hpp"
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 
@@ -264,10 +263,10 @@ SyntheticRunResult write_run(const std::filesystem::path& path, int iterations, 
       if (options.on_iteration) options.on_iteration(writer);
     }
     CaseSummary cs = accumulator.summarize(m);
-    add_findings(cs);
-    add_surprises(cs, config.expect);
+    analyze_case(cs, &config.expect);
     summary.cases.push_back(std::move(cs));
   }
+  analyze_run(summary);
   summary.capture.records = result.gpu_records * 2;
   result.events = writer.events_written();
   const nlohmann::json metadata = {{"tool", "attnprof"},

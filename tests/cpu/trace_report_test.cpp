@@ -1,6 +1,7 @@
 // `attnprof report`: a summary rebuilt from a saved trace. For our own trace it must equal, in
 // every field, the summary the run (or the profiled program) wrote; for a Kineto trace the
 // cases come from record_function ranges and GPU work joins them through correlation ids.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "config/config.hpp"
 #include "core/occupancy.hpp"
+#include "summary/analysis.hpp"
 #include "summary/findings.hpp"
 #include "summary/program_summary.hpp"
 #include "summary/surprises.hpp"
@@ -238,7 +240,12 @@ RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary, bo
   summary.config_name = "report test";
   summary.config_source = "report_test.json";
   summary.created_at = "2026-12-02T10:00:00Z";
-  summary.device = sm90_reference_properties();
+  // With its clocks, so that the run-level analysis places the cases under the roofs.
+  DeviceProperties device = sm90_reference_properties();
+  device.clock_rate_khz = 1'980'000;
+  device.memory_clock_rate_khz = 2'619'000;
+  device.memory_bus_width_bits = 5120;
+  summary.device = device;
   summary.driver_version = "580.159.04";
   summary.cuda_runtime_version = "13.0";
   summary.cupti_version = "130001";
@@ -247,7 +254,7 @@ RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary, bo
 
   trace::TraceHeader header;
   header.base_time_ns = kBase;
-  header.devices = {sm90_reference_properties()};
+  header.devices = {device};
   header.host_process = 4242;
   header.host_process_name = "attnprof run (pid 4242)";
   trace::ChromeTraceWriter writer(out.path, header);
@@ -257,10 +264,10 @@ RunTrace write_run_trace(const std::filesystem::path& dir, bool with_summary, bo
     c.batch.annotations.insert(c.batch.annotations.end(), on_gpu.begin(), on_gpu.end());
     writer.write(c.batch);
     CaseSummary cs = summarize_case(c.measured, c.batch);
-    add_findings(cs);
-    add_surprises(cs, config.expect);
+    analyze_case(cs, &config.expect);  // what the sweep does with each case (runner/sweep.cpp)
     summary.cases.push_back(std::move(cs));
   }
+  analyze_run(summary);  // and run.cpp with the finished run
   nlohmann::json metadata = {{"tool", "attnprof"}, {"command", "run"}, {"config_source", config.source},
                              {"config", config.document}};
   if (with_summary) metadata["summary"] = summary;
@@ -291,6 +298,9 @@ TEST(TraceReport, OurRunTraceGivesBackTheRunsSummaryExactly) {
   EXPECT_EQ(manual.memset_per_iter, 1.0);
   ASSERT_EQ(manual.surprises.size(), 1u);
   EXPECT_EQ(manual.surprises[0].field, "memcpy_per_iter");
+  // The run-level findings came back too (one pipeline: summary/analysis.hpp).
+  EXPECT_TRUE(std::any_of(flash.findings.begin(), flash.findings.end(),
+                          [](const Finding& f) { return f.kind == "roofline"; }));
 }
 
 TEST(TraceReport, ABackwardKeepsItsRunToRunCheckAndItsFindings) {
