@@ -21,6 +21,7 @@
 #include "commands/run.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
+#include "summary/render.hpp"
 #include "trace/trace_format.hpp"
 
 namespace {
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
                "Guess first (the config's \"expect\" list), then open the trace."};
   app.set_version_flag("--version", std::string("attnprof ") + kToolVersion);
   app.require_subcommand(1);
+  // The choices as every help text lists them (a, b or c), from their tables.
+  const std::string summary_formats = choice_list(output_format_names());
+  const std::string trace_formats = choice_list(trace::kTraceFormatNames);
   app.footer(
       "Exit codes: 0 ok, 1 check found a regression or surprise, 2 usage or config error (an unreadable\n"
       "            input or unwritable output included), 3 some cases failed (the others ran and were\n"
@@ -64,12 +68,13 @@ int main(int argc, char** argv) {
                       "one shape instead of the config's, e.g. b=8,h=32,hkv=8,sq=1,skv=32768,d=128 (keys: b h hkv sq skv "
                       "d causal=false|true|top_left|bottom_right window=LEFT:RIGHT dtype bias; a ragged batch: lq=1:17:64 "
                       "lkv=4096:17:1 (one length per sequence); a paged K/V cache: page=16)");
-  run_cmd->add_option("--trace-format", run.trace_format, "json or json.gz (gzip written while streaming); overrides the config")
+  run_cmd->add_option("--trace-format", run.trace_format,
+                      trace_formats + " (gzip written while streaming); overrides the config")
       ->check(CLI::IsMember(trace::kTraceFormatNames));
   run_cmd->add_option("--html", run.html_path, "also write a self-contained HTML report with plots here");
   run_cmd->add_flag("--wide", run.wide, "the table with every detail column (wider than 120 columns)");
-  run_cmd->add_option("--format,-f", run.format, "summary format on stdout: table, md, csv or json")
-      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  run_cmd->add_option("--format,-f", run.format, "summary format on stdout: " + summary_formats)
+      ->check(CLI::IsMember(output_format_names()));
   run_cmd->add_option("--metrics", run.metrics,
                       "measure per kernel with CUPTI's range profiler (kernel replay, outside the timed iterations): "
                       "occupancy, dram, tensor")
@@ -117,14 +122,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 100.0));
   check_cmd->add_flag("--expectations", check.expectations, "also fail on surprises (guesses the trace contradicts)");
   check_cmd->add_flag("--update", check.update, "rewrite the baseline with the summary (atomically) and exit 0");
-  check_cmd->add_option("--format,-f", check.format, "report format: table, md or json")
-      ->check(CLI::IsMember({"table", "md", "json"}));
+  check_cmd->add_option("--format,-f", check.format,
+                        "report format: " + choice_list(output_format_names(RenderedReport::check)))
+      ->check(CLI::IsMember(output_format_names(RenderedReport::check)));
 
   ReportRequest report;
   CLI::App* report_cmd = app.add_subcommand("report", "rebuild the summary from a saved trace (attnprof's or Kineto's)");
   report_cmd->add_option("trace", report.trace_path, "trace.json")->required();
-  report_cmd->add_option("--format,-f", report.format, "table, md, csv or json")
-      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  report_cmd->add_option("--format,-f", report.format, summary_formats)
+      ->check(CLI::IsMember(output_format_names()));
   report_cmd->add_option("--out,-o", report.summary_out, "also write the rebuilt summary.json here");
   report_cmd->add_option("--html", report.html_path, "also write a self-contained HTML report with plots here");
   report_cmd->add_flag("--wide", report.wide, "the table with every detail column (wider than 120 columns)");
@@ -132,10 +138,10 @@ int main(int argc, char** argv) {
   ProfileRequest profile;
   CLI::App* profile_cmd = app.add_subcommand("profile", "profile any CUDA program (PyTorch included) through CUPTI injection");
   profile_cmd->add_option("--out,-o", profile.out_dir, "output directory (default: traces/profile-<UTC time>)");
-  profile_cmd->add_option("--trace-format", profile.trace_format, "json or json.gz: how each process writes its trace")
+  profile_cmd->add_option("--trace-format", profile.trace_format, trace_formats + ": how each process writes its trace")
       ->check(CLI::IsMember(trace::kTraceFormatNames));
-  profile_cmd->add_option("--format,-f", profile.format, "table, md, csv or json")
-      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  profile_cmd->add_option("--format,-f", profile.format, summary_formats)
+      ->check(CLI::IsMember(output_format_names()));
   profile_cmd->add_option("--grace", profile.grace_seconds,
                           "seconds to wait, once the command has ended, for the processes it left running (default 10)")
       ->check(CLI::Range(0.0, 1e6));
@@ -155,10 +161,10 @@ int main(int argc, char** argv) {
                         "merged summary path (default: beside the trace: summary.json for trace.json, else "
                         "<name>-summary.json)");
   merge_cmd->add_option("--trace-format", merge.trace_format,
-                        "json or json.gz (default: gzip when --out ends in .gz)")
+                        trace_formats + " (default: gzip when --out ends in .gz)")
       ->check(CLI::IsMember(trace::kTraceFormatNames));
-  merge_cmd->add_option("--format,-f", merge.format, "summary format on stdout: table, md, csv or json")
-      ->check(CLI::IsMember({"table", "md", "csv", "json"}));
+  merge_cmd->add_option("--format,-f", merge.format, "summary format on stdout: " + summary_formats)
+      ->check(CLI::IsMember(output_format_names()));
   merge_cmd->footer(
       "Inputs: trace files, or directories holding attnprof's per-process traces (trace.json, trace-pid<N>.json,\n"
       "trace-rank<R>-pid<N>.json), e.g. the --out of `attnprof profile -- torchrun ...`. Each rank gets its own\n"

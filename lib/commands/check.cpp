@@ -9,11 +9,13 @@
 
 #include "check/check.hpp"
 #include "core/errors.hpp"
+#include "summary/render.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {
 
 int check_command(const CheckRequest& r) {
+  const OutputFormat format = output_format_named(r.format, RenderedReport::check);
   RunSummary current, baseline;
   try {
     current = load_summary(r.summary_path);
@@ -33,7 +35,8 @@ int check_command(const CheckRequest& r) {
   options.throughput_tolerance_percent = r.throughput_tolerance_percent;
   options.expectations = r.expectations;
   const CheckReport report = compare_summaries(baseline, current, options);
-  std::cout << (r.format == "json" ? render_check_json(report) : render_check_table(report, r.format == "md"));
+  std::cout << (format == OutputFormat::json ? render_check_json(report)
+                                              : render_check_table(report, format == OutputFormat::md));
   if (!r.junit_path.empty()) write_text_atomically(r.junit_path, render_junit(report));
   return report.passed() ? kExitOk : kExitRegression;
 }

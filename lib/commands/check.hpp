@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "summary/render.hpp"
+
 namespace attnprof {
 
 struct CheckRequest {
@@ -14,7 +16,7 @@ struct CheckRequest {
   std::optional<double> throughput_tolerance_percent;
   bool expectations = false;
   bool update = false;
-  std::string format = "table";
+  std::string format{to_string(OutputFormat::table)};
 };
 
 int check_command(const CheckRequest& request);

@@ -14,6 +14,7 @@
 #include "summary/trace_report.hpp"
 #include "trace/json_pull_parser.hpp"
 #include "trace/trace_files.hpp"
+#include "trace/trace_format.hpp"
 
 namespace attnprof {
 namespace {
@@ -99,8 +100,7 @@ ProfileMerge merge_process_traces(const std::vector<std::filesystem::path>& give
 }
 
 int merge_command(const MergeRequest& r) {
-  const auto format = parse_output_format(r.format);
-  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", r.format));
+  const OutputFormat summary_format = output_format_named(r.format);
   std::optional<std::filesystem::path> summary_out;
   if (!r.summary_path.empty()) summary_out = r.summary_path;
   ProfileMerge merged;
@@ -113,7 +113,8 @@ int merge_command(const MergeRequest& r) {
     if (format != named)
       throw UsageError(fmt::format("merge: --trace-format {} does not match --out {}: name the output {}",
                                    r.trace_format, r.out_path,
-                                   format == trace::TraceFormat::json_gz ? "*.json.gz" : "*.json (without .gz)"));
+                                   trace::trace_file_name("*", format) +
+                                       (format == trace::TraceFormat::json ? " (without .gz)" : "")));
     merged = merge_process_traces(std::vector<std::filesystem::path>(r.inputs.begin(), r.inputs.end()), r.out_path,
                                   summary_out, format);
   } catch (const trace::TraceFormatError& e) {
@@ -121,7 +122,7 @@ int merge_command(const MergeRequest& r) {
     return kExitUsage;
   }
   for (const std::string& note : merged.notes) std::cerr << "attnprof merge: note: " << note << "\n";
-  std::cout << render_summary(merged.combined, *format);
+  std::cout << render_summary(merged.combined, summary_format);
   std::cerr << fmt::format("attnprof merge: {} traces, {} events -> {} (open in ui.perfetto.dev) and {}\n",
                            merged.merge.inputs.size(), merged.merge.events, merged.trace.string(),
                            merged.summary.string());

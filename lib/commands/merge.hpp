@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "summary/render.hpp"
 #include "summary/summary.hpp"
 #include "trace/trace_merge.hpp"
 
@@ -17,7 +18,7 @@ struct MergeRequest {
   std::string out_path;
   std::string summary_path;  // default: beside the merged trace
   std::string trace_format;  // empty: json.gz when out_path ends in .gz, else json
-  std::string format = "table";
+  std::string format{to_string(OutputFormat::table)};
 };
 
 int merge_command(const MergeRequest& request);

@@ -237,8 +237,7 @@ std::filesystem::path combine_process_summaries(const std::vector<ProfiledProces
 }
 
 int profile_command(const ProfileRequest& r) {
-  const auto format = parse_output_format(r.format);
-  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", r.format));
+  const OutputFormat format = output_format_named(r.format);
   ProfileLaunch launch;
   launch.command = r.command;
   // The default folder names the second and attnprof's pid: two profiles started in the same
@@ -271,7 +270,7 @@ int profile_command(const ProfileRequest& r) {
     std::cerr << fmt::format("attnprof profile: nothing was recorded: {}\n", why);
     return outcome.exit_code;
   }
-  if (outcome.summary) std::cout << render_summary(load_summary(outcome.summary->string()), *format);
+  if (outcome.summary) std::cout << render_summary(load_summary(outcome.summary->string()), format);
   if (outcome.trace) {
     std::cerr << fmt::format("attnprof profile: wrote {} (open in ui.perfetto.dev) and {}\n", outcome.trace->string(),
                              outcome.summary->string());

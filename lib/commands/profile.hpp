@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "summary/render.hpp"
 #include "trace/trace_format.hpp"
 
 namespace attnprof {
@@ -23,7 +24,7 @@ namespace attnprof {
 struct ProfileRequest {
   std::string out_dir;              // empty: traces/profile-<UTC time>
   std::string trace_format = "json";
-  std::string format = "table";
+  std::string format{to_string(OutputFormat::table)};
   double grace_seconds = 10;  // ProfileLaunch::descendant_grace
   std::vector<std::string> command;
 };

@@ -17,8 +17,7 @@
 namespace attnprof {
 
 int report_command(const ReportRequest& r) {
-  const auto format = parse_output_format(r.format);
-  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", r.format));
+  const OutputFormat format = output_format_named(r.format);
   TraceReport report;
   try {
     TraceReportOptions options;
@@ -29,7 +28,7 @@ int report_command(const ReportRequest& r) {
     return kExitUsage;
   }
   for (const std::string& note : report.notes) std::cerr << "attnprof report: note: " << note << "\n";
-  std::cout << render_summary(report.summary, *format, {.wide = r.wide});
+  std::cout << render_summary(report.summary, format, {.wide = r.wide});
   if (!r.html_path.empty()) {
     write_text_atomically(r.html_path, render_html_report(report.summary));
     std::cerr << fmt::format("attnprof report: wrote {}\n", r.html_path);

@@ -3,11 +3,13 @@
 
 #include <string>
 
+#include "summary/render.hpp"
+
 namespace attnprof {
 
 struct ReportRequest {
   std::string trace_path;
-  std::string format = "table";
+  std::string format{to_string(OutputFormat::table)};
   std::string summary_out;  // also write the rebuilt summary.json here
   std::string html_path;    // also write the HTML report here
   bool wide = false;

@@ -54,12 +54,6 @@ Config load_run_config(const RunRequest& r) {
   return config;
 }
 
-OutputFormat format_of(const std::string& text) {
-  const auto format = parse_output_format(text);
-  if (!format) throw UsageError(fmt::format("unknown format '{}': use table, md, csv or json", text));
-  return *format;
-}
-
 // --dry-run: the cases, and each one's GPU when --devices names them.
 void print_plan(const RunRequest& r, const Config& config, const std::vector<PlannedCase>& cases) {
   std::cout << fmt::format("{}: valid; {} cases, {} warm-up + {} timed iterations each\n", config.source, cases.size(),
@@ -208,7 +202,7 @@ int run_command(const RunRequest& r, const std::atomic<bool>* interrupted) {
     return kExitUsage;
   }
   const std::vector<std::string> backends = expand_backend_names(r.backends.empty() ? config.backends : r.backends);
-  const OutputFormat format = format_of(r.format);
+  const OutputFormat format = output_format_named(r.format);
   // A malformed --devices is a usage error (2) whether or not this machine has a GPU (4).
   if (!r.devices.empty() && r.devices != "all") parse_device_list(r.devices, std::nullopt);
   if (r.dry_run) {

@@ -12,6 +12,7 @@
 
 #include "collector/collector_options.hpp"
 #include "config/config.hpp"
+#include "summary/render.hpp"
 #include "summary/summary.hpp"
 #include "trace/trace_format.hpp"
 
@@ -24,7 +25,7 @@ struct RunRequest {
   std::string out_dir;             // empty: traces/<config>-<UTC time>
   std::vector<std::string> backends;
   std::vector<std::string> passes;  // --passes forward,backward: instead of the config's "passes"
-  std::string format = "table";
+  std::string format{to_string(OutputFormat::table)};
   bool wide = false;
   std::string trace_format;        // empty: the config's
   std::string html_path;           // also write the HTML report here

@@ -1,5 +1,6 @@
 #include "summary/render.hpp"
 
+#include "core/errors.hpp"
 #include "summary/finding_groups.hpp"
 #include "summary/findings.hpp"
 #include "summary/kernel_category.hpp"
@@ -13,12 +14,45 @@
 
 namespace attnprof {
 
-std::optional<OutputFormat> parse_output_format(std::string_view text) {
-  if (text == "table") return OutputFormat::table;
-  if (text == "md") return OutputFormat::md;
-  if (text == "csv") return OutputFormat::csv;
-  if (text == "json") return OutputFormat::json;
+namespace {
+
+bool renders(const OutputFormatName& f, RenderedReport report) {
+  return report == RenderedReport::summary || f.check_renders;
+}
+
+}  // namespace
+
+std::string_view to_string(OutputFormat format) {
+  for (const OutputFormatName& f : kOutputFormats)
+    if (f.format == format) return f.name;
+  return kOutputFormats.front().name;
+}
+
+std::vector<std::string> output_format_names(RenderedReport report) {
+  std::vector<std::string> names;
+  for (const OutputFormatName& f : kOutputFormats)
+    if (renders(f, report)) names.emplace_back(f.name);
+  return names;
+}
+
+std::optional<OutputFormat> parse_output_format(std::string_view text, RenderedReport report) {
+  for (const OutputFormatName& f : kOutputFormats)
+    if (f.name == text && renders(f, report)) return f.format;
   return std::nullopt;
+}
+
+OutputFormat output_format_named(std::string_view text, RenderedReport report) {
+  const std::optional<OutputFormat> format = parse_output_format(text, report);
+  if (!format)
+    throw UsageError(fmt::format("unknown format '{}': use {}", text, choice_list(output_format_names(report))));
+  return *format;
+}
+
+std::string choice_list(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return text;
 }
 
 std::string format_microseconds(double us) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "summary/summary.hpp"
 
@@ -13,7 +14,35 @@ namespace attnprof {
 
 enum class OutputFormat { table, md, csv, json };
 
-std::optional<OutputFormat> parse_output_format(std::string_view text);
+// What is rendered: a run summary (run, report, profile, merge), or check's comparison of two
+// summaries, which has no CSV form.
+enum class RenderedReport { summary, check };
+
+// Each format's name, as --format takes it, and whether check renders it: the one place a
+// format name is spelled. The CLI's choices, its help text and the parser all read it.
+struct OutputFormatName {
+  OutputFormat format;
+  std::string_view name;
+  bool check_renders;
+};
+inline constexpr std::array<OutputFormatName, 4> kOutputFormats = {{
+    {OutputFormat::table, "table", true},
+    {OutputFormat::md, "md", true},
+    {OutputFormat::csv, "csv", false},
+    {OutputFormat::json, "json", true},
+}};
+
+std::string_view to_string(OutputFormat format);
+// The names `report` is rendered in, for CLI11's IsMember: {"table", "md", "csv", "json"}.
+std::vector<std::string> output_format_names(RenderedReport report = RenderedReport::summary);
+// The format named `text`, if `report` is rendered in it.
+std::optional<OutputFormat> parse_output_format(std::string_view text,
+                                                RenderedReport report = RenderedReport::summary);
+// The same, or a UsageError that lists the choices: "unknown format 'x': use table, md, csv or json".
+OutputFormat output_format_named(std::string_view text, RenderedReport report = RenderedReport::summary);
+
+// Choices as help text and errors list them: "table, md, csv or json".
+std::string choice_list(const std::vector<std::string>& names);
 
 struct RenderOptions {
   // The table format fits kTableWidth columns: the wide details (relative error, p90, plan time,

@@ -17,6 +17,7 @@
 #include "core/json_numbers.hpp"
 #include "summary/case_accumulator.hpp"
 #include "summary/kernel_category.hpp"
+#include "trace/trace_keys.hpp"
 
 namespace attnprof {
 
@@ -369,7 +370,7 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
 
 void to_json(nlohmann::json& j, const RunSummary& r) {
   j = nlohmann::json::object();
-  j["schema"] = "attnprof-summary";
+  j[trace::summary_document::kSchemaKey] = trace::summary_document::kSchema;
   j["schema_version"] = 1;
   j["tool_version"] = r.tool_version;
   j["config"] = {{"name", r.config_name}, {"source", r.config_source}};
@@ -393,7 +394,7 @@ void to_json(nlohmann::json& j, const RunSummary& r) {
 }
 
 void from_json(const nlohmann::json& j, RunSummary& r) {
-  if (j.value("schema", "") != "attnprof-summary")
+  if (j.value(trace::summary_document::kSchemaKey, std::string()) != trace::summary_document::kSchema)
     throw std::runtime_error("not an attnprof summary (missing \"schema\": \"attnprof-summary\")");
   r.tool_version = j.value("tool_version", "");
   const nlohmann::json config = j.value("config", nlohmann::json::object());

@@ -18,11 +18,14 @@
 #include "summary/provenance.hpp"
 #include "trace/annotation_cases.hpp"
 #include "trace/chrome_trace_reader.hpp"
+#include "trace/trace_keys.hpp"
 
 namespace attnprof {
 namespace {
 
-bool is_gpu_category(const std::string& cat) { return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset"; }
+bool is_gpu_category(const std::string& cat) {
+  return cat == trace::category::kKernel || cat == trace::category::kGpuMemcpy || cat == trace::category::kGpuMemset;
+}
 
 // GPU records of one case our writer tagged, aggregated as they stream past.
 struct TaggedCase {
@@ -183,8 +186,8 @@ class LaunchSites {
 class ReportBuilder {
  public:
   void on_event(const trace::TraceEvent& e, const trace::TraceDocument& doc) {
-    if (e.ph == "M") {
-      if (!own_trace_ && e.name == "process_name" && e.args.metadata_name &&
+    if (e.ph == trace::ph::kMetadata) {
+      if (!own_trace_ && e.name == trace::metadata::kProcessName && e.args.metadata_name &&
           e.args.metadata_name->rfind("attnprof", 0) == 0)
         own_trace_ = true;
       return;

@@ -2,40 +2,49 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "core/json_numbers.hpp"
+#include "trace/key_text.hpp"
+#include "trace/trace_keys.hpp"
 
 namespace attnprof::trace {
 namespace {
 
+// Names looked up by length, so a look-up compares a handful of names and hashes nothing: the
+// keys of every event and of its args pass here.
+template <typename Field>
+class KeyTable {
+ public:
+  KeyTable(std::initializer_list<std::pair<std::string_view, Field>> fields) {
+    for (const auto& [name, field] : fields) by_length_.at(name.size()).emplace_back(name, field);
+  }
+
+  std::optional<Field> find(std::string_view key) const {
+    if (key.size() >= by_length_.size()) return std::nullopt;
+    for (const auto& [name, field] : by_length_[key.size()])  // the last letter tells most apart
+      if (name.back() == key.back() && name == key) return field;
+    return std::nullopt;
+  }
+
+ private:
+  std::array<std::vector<std::pair<std::string_view, Field>>, 32> by_length_;
+};
+
 enum class EventField { other, ph, cat, name, pid, tid, ts, dur, id, bp, args };
 
 EventField event_field(std::string_view key) {
-  // Compared a character at a time: the keys of every event pass here.
-  switch (key.size()) {
-    case 2:
-      if (key[0] == 'p' && key[1] == 'h') return EventField::ph;
-      if (key[0] == 't' && key[1] == 's') return EventField::ts;
-      if (key[0] == 'i' && key[1] == 'd') return EventField::id;
-      if (key[0] == 'b' && key[1] == 'p') return EventField::bp;
-      break;
-    case 3:
-      if (key == "cat") return EventField::cat;
-      if (key == "pid") return EventField::pid;
-      if (key == "tid") return EventField::tid;
-      if (key == "dur") return EventField::dur;
-      break;
-    case 4:
-      if (key == "name") return EventField::name;
-      if (key == "args") return EventField::args;
-      break;
-    default: break;
-  }
-  return EventField::other;
+  static const KeyTable<EventField> table = {
+      {event_key::kPh, EventField::ph},   {event_key::kCat, EventField::cat}, {event_key::kName, EventField::name},
+      {event_key::kPid, EventField::pid}, {event_key::kTid, EventField::tid}, {event_key::kTs, EventField::ts},
+      {event_key::kDur, EventField::dur}, {event_key::kId, EventField::id},   {event_key::kBp, EventField::bp},
+      {event_key::kArgs, EventField::args},
+  };
+  return table.find(key).value_or(EventField::other);
 }
 
 enum class ArgField {
@@ -46,59 +55,41 @@ enum class ArgField {
   dram_bandwidth, tensor_pipe,
 };
 
-// The arg names by length, so a look-up compares a handful of names and hashes nothing.
-class ArgFieldTable {
- public:
-  ArgFieldTable() {
-    const std::pair<std::string_view, ArgField> fields[] = {
-        {"correlation", ArgField::correlation},
-        {"device", ArgField::device},
-        {"context", ArgField::context},
-        {"stream", ArgField::stream},
-        {"cbid", ArgField::cbid},
-        {"return value", ArgField::return_value},
-        {"registers per thread", ArgField::registers_per_thread},
-        {"shared memory", ArgField::shared_memory},
-        {"static shared memory", ArgField::static_shared_memory},
-        {"dynamic shared memory", ArgField::dynamic_shared_memory},
-        {"local memory per thread", ArgField::local_memory_per_thread},
-        {"shared memory config", ArgField::shared_memory_config},
-        {"bytes", ArgField::bytes},
-        {"value", ArgField::value},
-        {"grid", ArgField::grid},
-        {"block", ArgField::block},
-        {"cluster", ArgField::cluster},
-        {"shared memory carveout %", ArgField::carveout},
-        {"achieved occupancy %", ArgField::achieved_occupancy},
-        {"copy kind", ArgField::copy_kind},
-        {"launch api", ArgField::launch_api},
-        {"case index", ArgField::case_index},
-        {"iteration", ArgField::iteration},
-        {"phase", ArgField::phase},
-        {"case", ArgField::case_label},
-        {"backend", ArgField::backend},
-        {"name", ArgField::name},
-        {"labels", ArgField::labels},
-        {"dram throughput %", ArgField::dram_throughput},
-        {"dram bandwidth (GB/s)", ArgField::dram_bandwidth},
-        {"tensor pipe active %", ArgField::tensor_pipe},
-    };
-    for (const auto& [name, field] : fields) by_length_[name.size()].emplace_back(name, field);
-  }
-
-  std::optional<ArgField> find(std::string_view key) const {
-    if (key.size() >= by_length_.size()) return std::nullopt;
-    for (const auto& [name, field] : by_length_[key.size()])  // the last letter tells most apart
-      if (name.back() == key.back() && name == key) return field;
-    return std::nullopt;
-  }
-
- private:
-  std::array<std::vector<std::pair<std::string_view, ArgField>>, 32> by_length_;
-};
-
-const ArgFieldTable& arg_fields() {
-  static const ArgFieldTable table;
+// The args attnprof reads; every other arg is skipped unread.
+const KeyTable<ArgField>& arg_fields() {
+  static const KeyTable<ArgField> table = {
+      {arg::kCorrelation, ArgField::correlation},
+      {arg::kDevice, ArgField::device},
+      {arg::kContext, ArgField::context},
+      {arg::kStream, ArgField::stream},
+      {arg::kCbid, ArgField::cbid},
+      {arg::kReturnValue, ArgField::return_value},
+      {arg::kRegistersPerThread, ArgField::registers_per_thread},
+      {arg::kSharedMemory, ArgField::shared_memory},
+      {arg::kStaticSharedMemory, ArgField::static_shared_memory},
+      {arg::kDynamicSharedMemory, ArgField::dynamic_shared_memory},
+      {arg::kLocalMemoryPerThread, ArgField::local_memory_per_thread},
+      {arg::kSharedMemoryConfig, ArgField::shared_memory_config},
+      {arg::kBytes, ArgField::bytes},
+      {arg::kValue, ArgField::value},
+      {arg::kGrid, ArgField::grid},
+      {arg::kBlock, ArgField::block},
+      {arg::kCluster, ArgField::cluster},
+      {arg::kSharedMemoryCarveout, ArgField::carveout},
+      {arg::kAchievedOccupancy, ArgField::achieved_occupancy},
+      {arg::kCopyKind, ArgField::copy_kind},
+      {arg::kLaunchApi, ArgField::launch_api},
+      {arg::kCaseIndex, ArgField::case_index},
+      {arg::kIteration, ArgField::iteration},
+      {arg::kPhase, ArgField::phase},
+      {arg::kCase, ArgField::case_label},
+      {arg::kBackend, ArgField::backend},
+      {metadata::kNameArg, ArgField::name},
+      {metadata::kLabelsArg, ArgField::labels},
+      {arg::kDramThroughput, ArgField::dram_throughput},
+      {arg::kDramBandwidth, ArgField::dram_bandwidth},
+      {arg::kTensorPipeActive, ArgField::tensor_pipe},
+  };
   return table;
 }
 
@@ -108,24 +99,24 @@ std::uint64_t hash_id(std::string_view text) {
   return hash & 0x7fffffffu;
 }
 
-std::int64_t read_int(JsonPullParser& p, const char* what) {
+std::int64_t read_int(JsonPullParser& p, std::string_view what) {
   if (p.last() != JsonToken::number) p.fail_type(what, "an integer");
   return p.as_int64(what);
 }
 
-double read_number(JsonPullParser& p, const char* what) {
+double read_number(JsonPullParser& p, std::string_view what) {
   if (p.last() != JsonToken::number) p.fail_type(what, "a number");
   return p.as_double(what);
 }
 
-std::string_view read_string(JsonPullParser& p, const char* what) {
+std::string_view read_string(JsonPullParser& p, std::string_view what) {
   if (p.last() != JsonToken::string) p.fail_type(what, "a string");
   return p.text();
 }
 
 // An integer that feeds occupancy and size arithmetic: within [low, high], far beyond what CUDA
 // reports, so that the arithmetic on it cannot overflow.
-std::int64_t read_int_in(JsonPullParser& p, const char* what, std::int64_t low, std::int64_t high) {
+std::int64_t read_int_in(JsonPullParser& p, std::string_view what, std::int64_t low, std::int64_t high) {
   const std::int64_t v = read_int(p, what);
   if (v < low || v > high) p.fail(fmt::format("{}: expected an integer from {} to {}, found {}", what, low, high, p.text()));
   return v;
@@ -139,7 +130,7 @@ constexpr std::int64_t kMaxRegisters = std::int64_t{1} << 16;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 24;        // shared and local memory sizes
 
 // [x, y, z] (Kineto's grid/block); fewer elements are padded with 1, each within [0, high].
-std::array<int, 3> read_dims(JsonPullParser& p, const char* what, std::int64_t high) {
+std::array<int, 3> read_dims(JsonPullParser& p, std::string_view what, std::int64_t high) {
   if (p.last() != JsonToken::begin_array) p.fail_type(what, "an array of up to 3 integers");
   std::array<int, 3> dims{1, 1, 1};
   std::size_t n = 0;
@@ -151,7 +142,7 @@ std::array<int, 3> read_dims(JsonPullParser& p, const char* what, std::int64_t h
 }
 
 // A pid or tid: an integer, or a string (Perfetto interns those; we hash them).
-std::uint64_t read_process_or_thread(JsonPullParser& p, const char* what) {
+std::uint64_t read_process_or_thread(JsonPullParser& p, std::string_view what) {
   if (p.last() == JsonToken::string) return hash_id(p.text());
   if (p.last() != JsonToken::number) p.fail_type(what, "an integer or a string");
   const std::int64_t v = p.as_int64(what);
@@ -160,8 +151,8 @@ std::uint64_t read_process_or_thread(JsonPullParser& p, const char* what) {
 }
 
 void read_args(JsonPullParser& p, TraceEventArgs& a) {
-  if (p.last() != JsonToken::begin_object) p.fail_type("args", "an object");
-  const ArgFieldTable& fields = arg_fields();
+  if (p.last() != JsonToken::begin_object) p.fail_type(event_key::kArgs, "an object");
+  const KeyTable<ArgField>& fields = arg_fields();
   while (p.next() == JsonToken::key) {
     const std::optional<ArgField> field = fields.find(p.text());
     if (!field) {
@@ -170,49 +161,49 @@ void read_args(JsonPullParser& p, TraceEventArgs& a) {
     }
     p.next();
     switch (*field) {
-      case ArgField::correlation: a.correlation = read_int(p, "args.correlation"); break;
-      case ArgField::device: a.device = read_int(p, "args.device"); break;
-      case ArgField::context: a.context = read_int(p, "args.context"); break;
-      case ArgField::stream: a.stream = read_int(p, "args.stream"); break;
-      case ArgField::cbid: a.cbid = read_int(p, "args.cbid"); break;
-      case ArgField::return_value: a.return_value = read_int(p, "args.\"return value\""); break;
+      case ArgField::correlation: a.correlation = read_int(p, kArgPath<arg::kCorrelation>.view()); break;
+      case ArgField::device: a.device = read_int(p, kArgPath<arg::kDevice>.view()); break;
+      case ArgField::context: a.context = read_int(p, kArgPath<arg::kContext>.view()); break;
+      case ArgField::stream: a.stream = read_int(p, kArgPath<arg::kStream>.view()); break;
+      case ArgField::cbid: a.cbid = read_int(p, kArgPath<arg::kCbid>.view()); break;
+      case ArgField::return_value: a.return_value = read_int(p, kArgPath<arg::kReturnValue>.view()); break;
       case ArgField::registers_per_thread:
-        a.registers_per_thread = read_int_in(p, "args.\"registers per thread\"", 0, kMaxRegisters);
+        a.registers_per_thread = read_int_in(p, kArgPath<arg::kRegistersPerThread>.view(), 0, kMaxRegisters);
         break;
-      case ArgField::shared_memory: a.shared_memory = read_int_in(p, "args.\"shared memory\"", 0, kMaxBytes); break;
+      case ArgField::shared_memory: a.shared_memory = read_int_in(p, kArgPath<arg::kSharedMemory>.view(), 0, kMaxBytes); break;
       case ArgField::static_shared_memory:
-        a.static_shared_memory = read_int_in(p, "args.\"static shared memory\"", 0, kMaxBytes);
+        a.static_shared_memory = read_int_in(p, kArgPath<arg::kStaticSharedMemory>.view(), 0, kMaxBytes);
         break;
       case ArgField::dynamic_shared_memory:
-        a.dynamic_shared_memory = read_int_in(p, "args.\"dynamic shared memory\"", 0, kMaxBytes);
+        a.dynamic_shared_memory = read_int_in(p, kArgPath<arg::kDynamicSharedMemory>.view(), 0, kMaxBytes);
         break;
       case ArgField::local_memory_per_thread:
-        a.local_memory_per_thread = read_int_in(p, "args.\"local memory per thread\"", 0, kMaxBytes);
+        a.local_memory_per_thread = read_int_in(p, kArgPath<arg::kLocalMemoryPerThread>.view(), 0, kMaxBytes);
         break;
       case ArgField::shared_memory_config:
-        a.shared_memory_config = read_int_in(p, "args.\"shared memory config\"", 0, kMaxBytes);
+        a.shared_memory_config = read_int_in(p, kArgPath<arg::kSharedMemoryConfig>.view(), 0, kMaxBytes);
         break;
-      case ArgField::bytes: a.bytes = read_int(p, "args.bytes"); break;
-      case ArgField::value: a.value = read_int(p, "args.value"); break;
-      case ArgField::grid: a.grid = read_dims(p, "args.grid", kMaxCount); break;
+      case ArgField::bytes: a.bytes = read_int(p, kArgPath<arg::kBytes>.view()); break;
+      case ArgField::value: a.value = read_int(p, kArgPath<arg::kValue>.view()); break;
+      case ArgField::grid: a.grid = read_dims(p, kArgPath<arg::kGrid>.view(), kMaxCount); break;
       case ArgField::block:
-        a.block = read_dims(p, "args.block", kMaxBlockThreads);
+        a.block = read_dims(p, kArgPath<arg::kBlock>.view(), kMaxBlockThreads);
         if (std::int64_t{(*a.block)[0]} * (*a.block)[1] * (*a.block)[2] > kMaxBlockThreads)
-          p.fail(fmt::format("args.block: more than {} threads in a block", kMaxBlockThreads));
+          p.fail(fmt::format("{}: more than {} threads in a block", kArgPath<arg::kBlock>.view(), kMaxBlockThreads));
         break;
-      case ArgField::cluster: a.cluster = read_dims(p, "args.cluster", kMaxCount); break;
-      case ArgField::carveout: a.carveout_percent = read_int_in(p, "args.\"shared memory carveout %\"", 0, 100); break;
-      case ArgField::achieved_occupancy: a.achieved_occupancy_percent = read_number(p, "args.\"achieved occupancy %\""); break;
-      case ArgField::copy_kind: a.copy_kind = read_string(p, "args.\"copy kind\""); break;
-      case ArgField::launch_api: a.launch_api = read_string(p, "args.\"launch api\""); break;
-      case ArgField::case_index: a.case_index = read_int_in(p, "args.\"case index\"", -1, kMaxCount - 1); break;
-      case ArgField::iteration: a.iteration = read_int_in(p, "args.iteration", -1, kMaxCount - 1); break;
-      case ArgField::phase: a.phase = read_string(p, "args.phase"); break;
-      case ArgField::case_label: a.case_label = read_string(p, "args.case"); break;
-      case ArgField::backend: a.backend = read_string(p, "args.backend"); break;
-      case ArgField::dram_throughput: a.dram_throughput_percent = read_number(p, "args.\"dram throughput %\""); break;
-      case ArgField::dram_bandwidth: a.dram_gb_per_second = read_number(p, "args.\"dram bandwidth (GB/s)\""); break;
-      case ArgField::tensor_pipe: a.tensor_pipe_percent = read_number(p, "args.\"tensor pipe active %\""); break;
+      case ArgField::cluster: a.cluster = read_dims(p, kArgPath<arg::kCluster>.view(), kMaxCount); break;
+      case ArgField::carveout: a.carveout_percent = read_int_in(p, kArgPath<arg::kSharedMemoryCarveout>.view(), 0, 100); break;
+      case ArgField::achieved_occupancy: a.achieved_occupancy_percent = read_number(p, kArgPath<arg::kAchievedOccupancy>.view()); break;
+      case ArgField::copy_kind: a.copy_kind = read_string(p, kArgPath<arg::kCopyKind>.view()); break;
+      case ArgField::launch_api: a.launch_api = read_string(p, kArgPath<arg::kLaunchApi>.view()); break;
+      case ArgField::case_index: a.case_index = read_int_in(p, kArgPath<arg::kCaseIndex>.view(), -1, kMaxCount - 1); break;
+      case ArgField::iteration: a.iteration = read_int_in(p, kArgPath<arg::kIteration>.view(), -1, kMaxCount - 1); break;
+      case ArgField::phase: a.phase = read_string(p, kArgPath<arg::kPhase>.view()); break;
+      case ArgField::case_label: a.case_label = read_string(p, kArgPath<arg::kCase>.view()); break;
+      case ArgField::backend: a.backend = read_string(p, kArgPath<arg::kBackend>.view()); break;
+      case ArgField::dram_throughput: a.dram_throughput_percent = read_number(p, kArgPath<arg::kDramThroughput>.view()); break;
+      case ArgField::dram_bandwidth: a.dram_gb_per_second = read_number(p, kArgPath<arg::kDramBandwidth>.view()); break;
+      case ArgField::tensor_pipe: a.tensor_pipe_percent = read_number(p, kArgPath<arg::kTensorPipeActive>.view()); break;
       case ArgField::name:
         // Only metadata events carry a string name in args; anything else is not ours to judge.
         if (p.last() == JsonToken::string) a.metadata_name = p.text();
@@ -226,8 +217,11 @@ void read_args(JsonPullParser& p, TraceEventArgs& a) {
   }
 }
 
+// "traceEvents element": an event as errors name it.
+constexpr JoinedText kEventElement = join({document_key::kTraceEvents, " element"});
+
 void read_event(JsonPullParser& p, TraceEvent& e) {
-  if (p.last() != JsonToken::begin_object) p.fail_type("traceEvents element", "an event object");
+  if (p.last() != JsonToken::begin_object) p.fail_type(kEventElement.view(), "an event object");
   while (p.next() == JsonToken::key) {
     const EventField field = event_field(p.text());
     if (field == EventField::other) {
@@ -236,22 +230,22 @@ void read_event(JsonPullParser& p, TraceEvent& e) {
     }
     p.next();
     switch (field) {
-      case EventField::ph: e.ph = read_string(p, "event \"ph\""); break;
-      case EventField::cat: e.cat = read_string(p, "event \"cat\""); break;
+      case EventField::ph: e.ph = read_string(p, kEventPath<event_key::kPh>.view()); break;
+      case EventField::cat: e.cat = read_string(p, kEventPath<event_key::kCat>.view()); break;
       case EventField::name:
         if (p.last() == JsonToken::number) e.name = p.text();  // tolerated by Perfetto
-        else e.name = read_string(p, "event \"name\"");
+        else e.name = read_string(p, kEventPath<event_key::kName>.view());
         break;
-      case EventField::pid: e.pid = read_process_or_thread(p, "event \"pid\""); break;
-      case EventField::tid: e.tid = read_process_or_thread(p, "event \"tid\""); break;
-      case EventField::ts: e.ts_ns = p.as_microseconds_in_ns("event \"ts\""); break;
-      case EventField::dur: e.dur_ns = p.as_microseconds_in_ns("event \"dur\""); break;
+      case EventField::pid: e.pid = read_process_or_thread(p, kEventPath<event_key::kPid>.view()); break;
+      case EventField::tid: e.tid = read_process_or_thread(p, kEventPath<event_key::kTid>.view()); break;
+      case EventField::ts: e.ts_ns = p.as_microseconds_in_ns(kEventPath<event_key::kTs>.view()); break;
+      case EventField::dur: e.dur_ns = p.as_microseconds_in_ns(kEventPath<event_key::kDur>.view()); break;
       case EventField::id:
-        if (p.last() == JsonToken::number) e.id = p.as_uint64("event \"id\"");
+        if (p.last() == JsonToken::number) e.id = p.as_uint64(kEventPath<event_key::kId>.view());
         else if (p.last() == JsonToken::string) e.id = hash_id(p.text());
-        else p.fail_type("event \"id\"", "an integer or a string");
+        else p.fail_type(kEventPath<event_key::kId>.view(), "an integer or a string");
         break;
-      case EventField::bp: e.bp = read_string(p, "event \"bp\""); break;
+      case EventField::bp: e.bp = read_string(p, kEventPath<event_key::kBp>.view()); break;
       case EventField::args: read_args(p, e.args); break;
       case EventField::other: break;
     }
@@ -273,6 +267,8 @@ int default_max_blocks_per_sm(int major, int minor) {
 }
 
 }  // namespace
+
+bool reads_arg(std::string_view key) { return arg_fields().find(key).has_value(); }
 
 void TraceEventArgs::clear() {
   // Field by field: the text fields keep their storage, so no event allocates.
@@ -307,30 +303,31 @@ DeviceProperties device_properties_from_json(const nlohmann::json& j) {
   // divide by zero.
   constexpr int kCount = 1 << 20;
   constexpr std::int64_t kBytes = std::int64_t{1} << 50;
+  namespace key = device_key;
   DeviceProperties d;
-  d.id = json_integer_in(j, "id", 0, 0, kCount);
-  d.name = j.value("name", "");
-  d.compute_major = json_integer_in(j, "computeMajor", 0, 0, 1000);
-  d.compute_minor = json_integer_in(j, "computeMinor", 0, 0, 1000);
-  d.sm_count = json_integer_in(j, "numSms", 0, 0, kCount);
-  d.max_threads_per_block = json_integer_in(j, "maxThreadsPerBlock", 1024, 1, kCount);
-  d.max_threads_per_sm = json_integer_in(j, "maxThreadsPerMultiprocessor", 2048, 1, kCount);
-  d.max_blocks_per_sm = json_integer_in(j, "maxBlocksPerMultiprocessor",
+  d.id = json_integer_in(j, key::kId.data(), 0, 0, kCount);
+  d.name = j.value(key::kName.data(), "");
+  d.compute_major = json_integer_in(j, key::kComputeMajor.data(), 0, 0, 1000);
+  d.compute_minor = json_integer_in(j, key::kComputeMinor.data(), 0, 0, 1000);
+  d.sm_count = json_integer_in(j, key::kNumSms.data(), 0, 0, kCount);
+  d.max_threads_per_block = json_integer_in(j, key::kMaxThreadsPerBlock.data(), 1024, 1, kCount);
+  d.max_threads_per_sm = json_integer_in(j, key::kMaxThreadsPerMultiprocessor.data(), 2048, 1, kCount);
+  d.max_blocks_per_sm = json_integer_in(j, key::kMaxBlocksPerMultiprocessor.data(),
                                         default_max_blocks_per_sm(d.compute_major, d.compute_minor), 1, kCount);
-  d.regs_per_block = json_integer_in(j, "regsPerBlock", 65536, 1, kCount);
-  d.regs_per_sm = json_integer_in(j, "regsPerMultiprocessor", 65536, 1, kCount);
-  d.warp_size = json_integer_in(j, "warpSize", 32, 1, 1024);
-  d.shared_mem_per_block = json_integer_in<std::int64_t>(j, "sharedMemPerBlock", 49152, 0, kBytes);
-  d.shared_mem_per_sm = json_integer_in<std::int64_t>(j, "sharedMemPerMultiprocessor", 0, 0, kBytes);
+  d.regs_per_block = json_integer_in(j, key::kRegsPerBlock.data(), 65536, 1, kCount);
+  d.regs_per_sm = json_integer_in(j, key::kRegsPerMultiprocessor.data(), 65536, 1, kCount);
+  d.warp_size = json_integer_in(j, key::kWarpSize.data(), 32, 1, 1024);
+  d.shared_mem_per_block = json_integer_in<std::int64_t>(j, key::kSharedMemPerBlock.data(), 49152, 0, kBytes);
+  d.shared_mem_per_sm = json_integer_in<std::int64_t>(j, key::kSharedMemPerMultiprocessor.data(), 0, 0, kBytes);
   d.shared_mem_per_block_optin =
-      json_integer_in<std::int64_t>(j, "sharedMemPerBlockOptin", d.shared_mem_per_block, 0, kBytes);
+      json_integer_in<std::int64_t>(j, key::kSharedMemPerBlockOptin.data(), d.shared_mem_per_block, 0, kBytes);
   d.reserved_shared_mem_per_block =
-      json_integer_in<std::int64_t>(j, "reservedSharedMemPerBlock", d.compute_major >= 8 ? 1024 : 0, 0, kBytes);
-  d.total_global_mem = json_integer_in<std::int64_t>(j, "totalGlobalMem", 0, 0, kBytes);
-  d.l2_cache_bytes = json_integer_in<std::int64_t>(j, "l2CacheSize", 0, 0, kBytes);
-  d.clock_rate_khz = json_integer_in(j, "clockRateKHz", 0, 0, kCount * 1000);
-  d.memory_clock_rate_khz = json_integer_in(j, "memoryClockRateKHz", 0, 0, kCount * 1000);
-  d.memory_bus_width_bits = json_integer_in(j, "memoryBusWidth", 0, 0, kCount);
+      json_integer_in<std::int64_t>(j, key::kReservedSharedMemPerBlock.data(), d.compute_major >= 8 ? 1024 : 0, 0, kBytes);
+  d.total_global_mem = json_integer_in<std::int64_t>(j, key::kTotalGlobalMem.data(), 0, 0, kBytes);
+  d.l2_cache_bytes = json_integer_in<std::int64_t>(j, key::kL2CacheSize.data(), 0, 0, kBytes);
+  d.clock_rate_khz = json_integer_in(j, key::kClockRateKHz.data(), 0, 0, kCount * 1000);
+  d.memory_clock_rate_khz = json_integer_in(j, key::kMemoryClockRateKHz.data(), 0, 0, kCount * 1000);
+  d.memory_bus_width_bits = json_integer_in(j, key::kMemoryBusWidth.data(), 0, 0, kCount);
   return d;
 }
 
@@ -345,7 +342,7 @@ TraceDocument read_chrome_trace(JsonPullParser& p, const TraceEventCallback& on_
   TraceEvent event;
 
   auto read_events = [&]() {
-    if (p.last() != JsonToken::begin_array) p.fail_type("\"traceEvents\"", "an array of events");
+    if (p.last() != JsonToken::begin_array) p.fail_type(kQuoted<document_key::kTraceEvents>.view(), "an array of events");
     for (JsonToken t = p.next(); t != JsonToken::end_array; t = p.next()) {
       event.clear();
       event.index = doc.events;
@@ -374,30 +371,31 @@ TraceDocument read_chrome_trace(JsonPullParser& p, const TraceEventCallback& on_
     if (keys.size() < 6) keys.push_back(key);
     const std::uint64_t key_offset = p.token_offset();
     p.next();
-    if (key == "traceEvents") {
+    if (key == document_key::kTraceEvents) {
       saw_events = true;
       read_events();
-    } else if (key == "deviceProperties") {
-      if (p.last() != JsonToken::begin_array) p.fail_type("\"deviceProperties\"", "an array of objects");
+    } else if (key == document_key::kDeviceProperties) {
+      if (p.last() != JsonToken::begin_array) p.fail_type(kQuoted<document_key::kDeviceProperties>.view(), "an array of objects");
       const nlohmann::json devices = p.read_value();
       for (const nlohmann::json& d : devices) {
         try {
           if (!d.is_object()) throw std::runtime_error("an element is not an object");
           doc.devices.push_back(device_properties_from_json(d));
         } catch (const std::exception& e) {
-          p.fail_at(key_offset, fmt::format("\"deviceProperties\": {}", e.what()));
+          p.fail_at(key_offset, fmt::format("{}: {}", kQuoted<document_key::kDeviceProperties>.view(), e.what()));
         }
       }
-    } else if (key == "baseTimeNanoseconds") {
-      doc.base_time_ns = p.as_uint64("\"baseTimeNanoseconds\"");
-    } else if (key == "distributedInfo" && p.last() == JsonToken::begin_object) {
+    } else if (key == document_key::kBaseTimeNanoseconds) {
+      doc.base_time_ns = p.as_uint64(kQuoted<document_key::kBaseTimeNanoseconds>.view());
+    } else if (key == document_key::kDistributedInfo && p.last() == JsonToken::begin_object) {
       const nlohmann::json info = p.read_value();
-      if (info.contains("rank") && info["rank"].is_number_integer()) doc.rank = info["rank"].get<int>();
-    } else if (key == "attnprof" && p.last() == JsonToken::begin_object) {
+      const auto rank = info.find(distributed_key::kRank);
+      if (rank != info.end() && rank->is_number_integer()) doc.rank = rank->get<int>();
+    } else if (key == document_key::kAttnprof && p.last() == JsonToken::begin_object) {
       doc.attnprof = p.read_value();
-    } else if (key == "traceName" && p.last() == JsonToken::string) {
+    } else if (key == document_key::kTraceName && p.last() == JsonToken::string) {
       doc.trace_name = p.text();
-    } else if (key == "schema" && p.last() == JsonToken::string) {
+    } else if (key == summary_document::kSchemaKey && p.last() == JsonToken::string) {
       schema = p.text();
     } else {
       p.skip_value();
@@ -406,9 +404,9 @@ TraceDocument read_chrome_trace(JsonPullParser& p, const TraceEventCallback& on_
   p.next();  // end of input, or an error for trailing data
 
   if (!saw_events) {
-    std::string why = fmt::format("its top-level object has no \"traceEvents\" array (it has: {})",
+    std::string why = fmt::format("its top-level object has no {} array (it has: {})", kQuoted<document_key::kTraceEvents>.view(),
                                   keys.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(keys, ", ")));
-    if (schema == "attnprof-summary")
+    if (schema == summary_document::kSchema)
       why += "; it is an attnprof summary.json: `report` reads the trace.json written beside it";
     foreign(doc.source, why);
   }
@@ -423,18 +421,19 @@ void parse_memcpy_name(const std::string& name, MemcpyKind& kind, std::string& s
   src.clear();
   dst.clear();
   std::string_view text(name);
-  if (text.rfind("Memcpy ", 0) == 0) text.remove_prefix(7);
+  if (text.starts_with(event_name::kMemcpyPrefix)) text.remove_prefix(event_name::kMemcpyPrefix.size());
   const auto space = text.find(' ');
   kind = parse_memcpy_kind(std::string(text.substr(0, space)));
   if (space == std::string_view::npos) return;
   const auto open = text.find('(', space);
-  const auto arrow = text.find(" -> ", space);
+  const auto arrow = text.find(event_name::kMemcpyArrow, space);
   const auto close = text.rfind(')');
   if (open == std::string_view::npos || arrow == std::string_view::npos || close == std::string_view::npos ||
       !(open < arrow && arrow < close))
     return;
   src = std::string(text.substr(open + 1, arrow - open - 1));
-  dst = std::string(text.substr(arrow + 4, close - arrow - 4));
+  const std::size_t dst_start = arrow + event_name::kMemcpyArrow.size();
+  dst = std::string(text.substr(dst_start, close - dst_start));
 }
 
 std::string parse_memset_memory(const std::string& name) {
@@ -451,7 +450,8 @@ const DeviceProperties& TraceEventConverter::device_for(std::uint32_t device, co
   if (!fallback_device_) {
     fallback_device_ = sm90_reference_properties();
     notes_.push_back(
-        "the trace has no deviceProperties: occupancy is computed for an NVIDIA H200 (sm_90, 132 SMs)");
+        fmt::format("the trace has no {}: occupancy is computed for an NVIDIA H200 (sm_90, 132 SMs)",
+                    document_key::kDeviceProperties));
   }
   return *fallback_device_;
 }
@@ -533,14 +533,14 @@ KernelActivity TraceEventConverter::kernel(const TraceEvent& e, const TraceDocum
 }
 
 std::optional<Activity> TraceEventConverter::convert(const TraceEvent& e, const TraceDocument& doc) {
-  if (e.ph != "X" || !e.ts_ns) return std::nullopt;
+  if (e.ph != ph::kComplete || !e.ts_ns) return std::nullopt;
   const std::string& cat = e.cat;
   const std::uint64_t start = to_ns(*e.ts_ns, doc);
   const std::uint64_t end = start + static_cast<std::uint64_t>(std::max<std::int64_t>(0, e.dur_ns.value_or(0)));
   const TraceEventArgs& a = e.args;
 
-  if (cat == "kernel") return kernel(e, doc, start, end);
-  if (cat == "gpu_memcpy") {
+  if (cat == category::kKernel) return kernel(e, doc, start, end);
+  if (cat == category::kGpuMemcpy) {
     MemcpyActivity m;
     read_gpu_fields(e, start, end, m);
     parse_memcpy_name(e.name, m.kind, m.src_memory, m.dst_memory);
@@ -548,7 +548,7 @@ std::optional<Activity> TraceEventConverter::convert(const TraceEvent& e, const 
     m.bytes = static_cast<std::uint64_t>(a.bytes.value_or(0));
     return m;
   }
-  if (cat == "gpu_memset") {
+  if (cat == category::kGpuMemset) {
     MemsetActivity m;
     read_gpu_fields(e, start, end, m);
     m.bytes = static_cast<std::uint64_t>(a.bytes.value_or(0));
@@ -556,9 +556,9 @@ std::optional<Activity> TraceEventConverter::convert(const TraceEvent& e, const 
     m.memory = parse_memset_memory(e.name);
     return m;
   }
-  if (cat == "cuda_runtime" || cat == "cuda_driver") {
+  if (cat == category::kCudaRuntime || cat == category::kCudaDriver) {
     ApiCall c;
-    c.domain = cat == "cuda_driver" ? ApiDomain::driver : ApiDomain::runtime;
+    c.domain = cat == category::kCudaDriver ? ApiDomain::driver : ApiDomain::runtime;
     c.name = e.name;
     c.cbid = u32(a.cbid);
     c.start_ns = start;
@@ -570,18 +570,18 @@ std::optional<Activity> TraceEventConverter::convert(const TraceEvent& e, const 
     c.tag = tag_of(a);
     return c;
   }
-  if (cat == "user_annotation" || cat == "gpu_user_annotation") {
+  if (cat == category::kUserAnnotation || cat == category::kGpuUserAnnotation) {
     Annotation n;
     n.name = e.name;
     n.start_ns = start;
     n.end_ns = end;
-    n.on_gpu = cat == "gpu_user_annotation";
+    n.on_gpu = cat == category::kGpuUserAnnotation;
     n.process = static_cast<std::uint32_t>(e.pid);
     n.thread = static_cast<std::uint32_t>(e.tid);
     n.tag = tag_of(a);
     return n;
   }
-  if (cat == "overhead") {
+  if (cat == category::kOverhead) {
     OverheadActivity o;
     o.kind = e.name;
     o.start_ns = start;

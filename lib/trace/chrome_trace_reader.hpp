@@ -46,7 +46,7 @@ class ReusableText {
   bool present_ = false;
 };
 
-// The args attnprof reads (Kineto's names and ours); every other arg is skipped unread.
+// The args attnprof reads (Kineto's names and ours, trace/trace_keys.hpp); every other arg is skipped unread.
 struct TraceEventArgs {
   std::optional<std::int64_t> correlation, device, context, stream, cbid, return_value;
   std::optional<std::int64_t> registers_per_thread, shared_memory, static_shared_memory, dynamic_shared_memory;
@@ -77,6 +77,9 @@ struct TraceEvent {
 
   void clear();
 };
+
+// Whether TraceEventArgs keeps args.<key> (trace_keys.hpp's kArgKeys says which should).
+bool reads_arg(std::string_view key);
 
 // The header of a trace: what the top-level object holds besides traceEvents.
 struct TraceDocument {

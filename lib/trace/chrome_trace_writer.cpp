@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "trace/json_text.hpp"
+#include "trace/key_text.hpp"
+#include "trace/trace_keys.hpp"
 
 namespace attnprof::trace {
 namespace {
@@ -42,6 +44,28 @@ void put(fmt::memory_buffer& b, const char (&literal)[N]) {
 }
 
 void put(fmt::memory_buffer& b, std::string_view text) { append_raw(b, text.data(), text.size()); }
+// Text joined at compile time: its size is a constant once inlined, a copy as cheap as a literal's.
+void put(fmt::memory_buffer& b, const JoinedText& text) { append_raw(b, text.chars.data(), text.size); }
+
+// `{"ph":"X","cat":"<category>","name":`: how every complete event begins.
+consteval JoinedText complete_event_head(std::string_view category) {
+  return join({"{\"", event_key::kPh, "\":\"", ph::kComplete, "\",\"", event_key::kCat, "\":\"", category, "\",\"",
+               event_key::kName, "\":"});
+}
+
+// `{"ph":"s","id":`: how a flow's start or end begins.
+consteval JoinedText flow_event_head(std::string_view phase) {
+  return join({"{\"", event_key::kPh, "\":\"", phase, "\",\"", event_key::kId, "\":"});
+}
+
+// `,"cat":"ac2g","name":"ac2g"`: what every flow event says it is.
+constexpr JoinedText kFlowIdentity = join({",\"", event_key::kCat, "\":\"", category::kFlow, "\",\"", event_key::kName,
+                                           "\":\"", category::kFlow, "\""});
+// `,"bp":"e"`: a flow's end binds to the slice that encloses it.
+constexpr JoinedText kFlowBindsEnclosing = join({",\"", event_key::kBp, "\":\"", ph::kEnclosingSlice, "\""});
+// `,"args":{"<key>":`: the first arg of an event.
+template <const std::string_view& Key>
+constexpr JoinedText kFirstArg = join({",\"", event_key::kArgs, "\":{\"", Key, "\":"});
 
 template <typename Integer>
 void put_int(fmt::memory_buffer& b, Integer v) {
@@ -86,6 +110,35 @@ void put_us(fmt::memory_buffer& b, std::uint64_t ns) {
   const char digits[4] = {'.', static_cast<char>('0' + fraction / 100), static_cast<char>('0' + fraction / 10 % 10),
                           static_cast<char>('0' + fraction % 10)};
   append_raw(b, digits, 4);
+}
+
+// One deviceProperties entry, in Kineto's names: {"id": 0, "name": "NVIDIA H200", "totalGlobalMem": ...}.
+void format_device(fmt::memory_buffer& b, const DeviceProperties& d) {
+  namespace key = device_key;
+  const std::pair<std::string_view, std::int64_t> numbers[] = {
+      {key::kTotalGlobalMem, d.total_global_mem},
+      {key::kComputeMajor, d.compute_major},
+      {key::kComputeMinor, d.compute_minor},
+      {key::kMaxThreadsPerBlock, d.max_threads_per_block},
+      {key::kMaxThreadsPerMultiprocessor, d.max_threads_per_sm},
+      {key::kMaxBlocksPerMultiprocessor, d.max_blocks_per_sm},
+      {key::kRegsPerBlock, d.regs_per_block},
+      {key::kRegsPerMultiprocessor, d.regs_per_sm},
+      {key::kWarpSize, d.warp_size},
+      {key::kSharedMemPerBlock, d.shared_mem_per_block},
+      {key::kSharedMemPerMultiprocessor, d.shared_mem_per_sm},
+      {key::kSharedMemPerBlockOptin, d.shared_mem_per_block_optin},
+      {key::kReservedSharedMemPerBlock, d.reserved_shared_mem_per_block},
+      {key::kNumSms, d.sm_count},
+      {key::kL2CacheSize, d.l2_cache_bytes},
+      {key::kClockRateKHz, d.clock_rate_khz},
+      {key::kMemoryClockRateKHz, d.memory_clock_rate_khz},
+      {key::kMemoryBusWidth, d.memory_bus_width_bits},
+  };
+  auto out = std::back_inserter(b);
+  fmt::format_to(out, "{{\"{}\": {}, \"{}\": {}", key::kId, d.id, key::kName, json_of(d.name));
+  for (const auto& [name, value] : numbers) fmt::format_to(out, ", \"{}\": {}", name, value);
+  b.push_back('}');
 }
 
 }  // namespace
@@ -139,41 +192,32 @@ ChromeTraceWriter::ChromeTraceWriter(std::filesystem::path path, TraceHeader hea
               options.gzip_level),
       header_(std::move(header)) {
   auto out = std::back_inserter(buffer_);
-  fmt::format_to(out, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+  fmt::format_to(out, "{{\n  \"{}\": 1,\n  \"{}\": [", document_key::kSchemaVersion, document_key::kDeviceProperties);
   for (std::size_t i = 0; i < header_.devices.size(); ++i) {
-    const DeviceProperties& d = header_.devices[i];
-    fmt::format_to(out,
-                   "{}\n    {{\"id\": {}, \"name\": {}, \"totalGlobalMem\": {}, \"computeMajor\": {}, "
-                   "\"computeMinor\": {}, \"maxThreadsPerBlock\": {}, \"maxThreadsPerMultiprocessor\": {}, "
-                   "\"maxBlocksPerMultiprocessor\": {}, \"regsPerBlock\": {}, \"regsPerMultiprocessor\": {}, "
-                   "\"warpSize\": {}, \"sharedMemPerBlock\": {}, \"sharedMemPerMultiprocessor\": {}, "
-                   "\"sharedMemPerBlockOptin\": {}, \"reservedSharedMemPerBlock\": {}, \"numSms\": {}, "
-                   "\"l2CacheSize\": {}, \"clockRateKHz\": {}, \"memoryClockRateKHz\": {}, "
-                   "\"memoryBusWidth\": {}}}",
-                   i == 0 ? "" : ",", d.id, json_of(d.name), d.total_global_mem, d.compute_major,
-                   d.compute_minor, d.max_threads_per_block, d.max_threads_per_sm, d.max_blocks_per_sm,
-                   d.regs_per_block, d.regs_per_sm, d.warp_size, d.shared_mem_per_block, d.shared_mem_per_sm,
-                   d.shared_mem_per_block_optin, d.reserved_shared_mem_per_block, d.sm_count, d.l2_cache_bytes,
-                   d.clock_rate_khz, d.memory_clock_rate_khz, d.memory_bus_width_bits);
+    fmt::format_to(out, "{}\n    ", i == 0 ? "" : ",");
+    format_device(buffer_, header_.devices[i]);
   }
   fmt::format_to(out, "\n  ],\n");
   if (header_.rank || header_.local_rank || header_.world_size) {
     std::string info;
-    if (header_.rank) info += fmt::format("\"rank\": {}", *header_.rank);
-    if (header_.local_rank) info += fmt::format("{}\"local_rank\": {}", info.empty() ? "" : ", ", *header_.local_rank);
-    if (header_.world_size) info += fmt::format("{}\"world_size\": {}", info.empty() ? "" : ", ", *header_.world_size);
-    fmt::format_to(out, "  \"distributedInfo\": {{{}}},\n", info);
+    auto add = [&](std::string_view key, const std::optional<int>& value) {
+      if (value) info += fmt::format("{}\"{}\": {}", info.empty() ? "" : ", ", key, *value);
+    };
+    add(distributed_key::kRank, header_.rank);
+    add(distributed_key::kLocalRank, header_.local_rank);
+    add(distributed_key::kWorldSize, header_.world_size);
+    fmt::format_to(out, "  \"{}\": {{{}}},\n", document_key::kDistributedInfo, info);
   }
-  fmt::format_to(out, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [",
-                 header_.base_time_ns);
+  fmt::format_to(out, "  \"{}\": \"ms\",\n  \"{}\": {},\n  \"{}\": [", document_key::kDisplayTimeUnit,
+                 document_key::kBaseTimeNanoseconds, header_.base_time_ns, document_key::kTraceEvents);
 
   source_.host_process = header_.host_process;
   source_.host_process_name = header_.host_process_name;
   if (!header_.host_process_name.empty()) {
     host_processes_.insert(header_.host_process);
-    write_metadata_event("process_name", header_.host_process, std::nullopt, "name",
+    write_metadata_event(metadata::kProcessName, header_.host_process, std::nullopt, metadata::kNameArg,
                          json_of(header_.host_process_name));
-    write_metadata_event("process_sort_index", header_.host_process, std::nullopt, "sort_index",
+    write_metadata_event(metadata::kProcessSortIndex, header_.host_process, std::nullopt, metadata::kSortIndexArg,
                          std::to_string(kHostSortIndex));
   }
 }
@@ -194,9 +238,9 @@ void ChromeTraceWriter::add_case(CaseName name) {
 void ChromeTraceWriter::set_case(std::size_t index, CaseName name) {
   // Escaped once here, copied into every event of the case.
   fmt::memory_buffer args;
-  put(args, ",\"backend\":");
+  put(args, kMember<arg::kBackend>);
   append_json_string(args, name.backend);
-  put(args, ",\"case\":");
+  put(args, kMember<arg::kCase>);
   append_json_string(args, name.label);
   cases_[index] = {std::move(name), fmt::to_string(args)};
   last_case_index_ = static_cast<std::size_t>(-1);  // it may have been looked up, and missing
@@ -218,11 +262,23 @@ void ChromeTraceWriter::flush_if_large() {
 void ChromeTraceWriter::write_metadata_event(std::string_view what, std::uint32_t pid,
                                              std::optional<std::uint32_t> tid, std::string_view key,
                                              std::string_view value_json) {
+  static constexpr JoinedText kHead = join({"{\"", event_key::kPh, "\":\"", ph::kMetadata, "\",\"", event_key::kName, "\":\""});
   begin_event();
-  auto out = std::back_inserter(buffer_);
-  fmt::format_to(out, "{{\"ph\":\"M\",\"name\":\"{}\",\"pid\":{}", what, pid);
-  if (tid) fmt::format_to(out, ",\"tid\":{}", *tid);
-  fmt::format_to(out, ",\"args\":{{\"{}\":{}}}}}", key, value_json);
+  put(buffer_, kHead);
+  put(buffer_, what);
+  put(buffer_, "\"");
+  put(buffer_, kMember<event_key::kPid>);
+  put_int(buffer_, pid);
+  if (tid) {
+    put(buffer_, kMember<event_key::kTid>);
+    put_int(buffer_, *tid);
+  }
+  static constexpr JoinedText kArgsOpen = join({",\"", event_key::kArgs, "\":{\""});
+  put(buffer_, kArgsOpen);
+  put(buffer_, key);
+  put(buffer_, "\":");
+  put(buffer_, value_json);
+  put(buffer_, "}}");
 }
 
 void ChromeTraceWriter::ensure_host_track(std::uint32_t thread) {
@@ -232,13 +288,13 @@ void ChromeTraceWriter::ensure_host_track(std::uint32_t thread) {
   if (host_processes_.insert(pid).second) {
     const std::string name =
         source_.host_process_name.empty() ? fmt::format("process {}", pid) : source_.host_process_name;
-    write_metadata_event("process_name", pid, std::nullopt, "name", json_of(name));
-    write_metadata_event("process_sort_index", pid, std::nullopt, "sort_index",
+    write_metadata_event(metadata::kProcessName, pid, std::nullopt, metadata::kNameArg, json_of(name));
+    write_metadata_event(metadata::kProcessSortIndex, pid, std::nullopt, metadata::kSortIndexArg,
                          std::to_string(source_.sort_index_base + kHostSortIndex));
   }
   if (!host_threads_.insert({pid, thread}).second) return;
-  write_metadata_event("thread_name", pid, thread, "name", json_of(fmt::format("host thread {}", thread)));
-  write_metadata_event("thread_sort_index", pid, thread, "sort_index", std::to_string(thread));
+  write_metadata_event(metadata::kThreadName, pid, thread, metadata::kNameArg, json_of(fmt::format("host thread {}", thread)));
+  write_metadata_event(metadata::kThreadSortIndex, pid, thread, metadata::kSortIndexArg, std::to_string(thread));
 }
 
 void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t stream) {
@@ -246,29 +302,29 @@ void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t str
   if (last_gpu_track_ == std::pair{pid, stream}) return;  // the common case: the same stream again
   last_gpu_track_ = {pid, stream};
   if (gpu_processes_.insert(pid).second) {
-    std::string name = source_.gpu_process_prefix + fmt::format("GPU {}", device);
+    std::string name = source_.gpu_process_prefix + fmt::format("{}{}", event_name::kGpuProcessPrefix, device);
     for (const DeviceProperties& d : header_.devices)
       if (static_cast<std::uint32_t>(d.id) == device) {
         name += ": " + d.name;
         break;
       }
-    write_metadata_event("process_name", pid, std::nullopt, "name", json_of(name));
-    write_metadata_event("process_sort_index", pid, std::nullopt, "sort_index",
+    write_metadata_event(metadata::kProcessName, pid, std::nullopt, metadata::kNameArg, json_of(name));
+    write_metadata_event(metadata::kProcessSortIndex, pid, std::nullopt, metadata::kSortIndexArg,
                          std::to_string(source_.sort_index_base + kGpuSortIndexBase + static_cast<int>(device)));
   }
   if (gpu_tracks_.insert({pid, stream}).second) {
-    write_metadata_event("thread_name", pid, stream, "name", json_of(fmt::format("stream {}", stream)));
-    write_metadata_event("thread_sort_index", pid, stream, "sort_index", std::to_string(stream));
+    write_metadata_event(metadata::kThreadName, pid, stream, metadata::kNameArg, json_of(fmt::format("stream {}", stream)));
+    write_metadata_event(metadata::kThreadSortIndex, pid, stream, metadata::kSortIndexArg, std::to_string(stream));
   }
 }
 
 void ChromeTraceWriter::append_ts(std::uint64_t ns) {
-  put(buffer_, ",\"ts\":");
+  put(buffer_, kMember<event_key::kTs>);
   append_relative_us(buffer_, ns, header_.base_time_ns);
 }
 
 void ChromeTraceWriter::append_dur(std::uint64_t start_ns, std::uint64_t end_ns) {
-  put(buffer_, ",\"dur\":");
+  put(buffer_, kMember<event_key::kDur>);
   put_us(buffer_, end_ns > start_ns ? end_ns - start_ns : 0);
 }
 
@@ -281,46 +337,52 @@ void ChromeTraceWriter::write_case_args(const SweepTag& tag) {
     last_case_index_ = index;
   }
   if (last_case_ != nullptr) put(buffer_, last_case_->args);
-  put(buffer_, ",\"case index\":");
+  put(buffer_, kMember<arg::kCaseIndex>);
   put_int(buffer_, tag.case_index);
-  put(buffer_, ",\"phase\":\"");
+  put(buffer_, kMember<arg::kPhase>);
+  put(buffer_, "\"");
   put(buffer_, to_string(tag.phase));
   put(buffer_, "\"");
   if (tag.iteration >= 0) {
-    put(buffer_, ",\"iteration\":");
+    put(buffer_, kMember<arg::kIteration>);
     put_int(buffer_, tag.iteration);
   }
 }
 
 void ChromeTraceWriter::write_flow_start(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t thread) {
   begin_event();
-  put(buffer_, "{\"ph\":\"s\",\"id\":");
+  static constexpr JoinedText kHead = flow_event_head(ph::kFlowStart);
+  put(buffer_, kHead);
   put_int(buffer_, id);
-  put(buffer_, ",\"pid\":");
+  put(buffer_, kMember<event_key::kPid>);
   put_int(buffer_, source_.host_process);
-  put(buffer_, ",\"tid\":");
+  put(buffer_, kMember<event_key::kTid>);
   put_int(buffer_, thread);
   append_ts(ts_ns);
-  put(buffer_, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
+  put(buffer_, kFlowIdentity);
+  put(buffer_, "}");
 }
 
 void ChromeTraceWriter::write_flow_end(std::uint64_t id, std::uint64_t ts_ns, std::uint32_t device,
                                        std::uint32_t stream) {
   begin_event();
-  put(buffer_, "{\"ph\":\"f\",\"id\":");
+  static constexpr JoinedText kHead = flow_event_head(ph::kFlowEnd);
+  put(buffer_, kHead);
   put_int(buffer_, id);
-  put(buffer_, ",\"pid\":");
+  put(buffer_, kMember<event_key::kPid>);
   put_int(buffer_, gpu_pid(device));
-  put(buffer_, ",\"tid\":");
+  put(buffer_, kMember<event_key::kTid>);
   put_int(buffer_, stream);
   append_ts(ts_ns);
-  put(buffer_, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
+  put(buffer_, kFlowIdentity);
+  put(buffer_, kFlowBindsEnclosing);
+  put(buffer_, "}");
 }
 
 void ChromeTraceWriter::write_track(std::uint32_t pid, std::uint32_t tid) {
-  put(buffer_, ",\"pid\":");
+  put(buffer_, kMember<event_key::kPid>);
   put_int(buffer_, pid);
-  put(buffer_, ",\"tid\":");
+  put(buffer_, kMember<event_key::kTid>);
   put_int(buffer_, tid);
 }
 
@@ -333,25 +395,25 @@ void ChromeTraceWriter::write_gpu_placement(const GpuActivity& g) {
   write_track(gpu_pid(g.device), g.stream);
   append_ts(g.start_ns);
   append_dur(g.start_ns, g.end_ns);
-  put(buffer_, ",\"args\":{\"device\":");
+  put(buffer_, kFirstArg<arg::kDevice>);
   put_int(buffer_, g.device);
-  put(buffer_, ",\"context\":");
+  put(buffer_, kMember<arg::kContext>);
   put_int(buffer_, g.context);
-  put(buffer_, ",\"stream\":");
+  put(buffer_, kMember<arg::kStream>);
   put_int(buffer_, g.stream);
-  put(buffer_, ",\"correlation\":");
+  put(buffer_, kMember<arg::kCorrelation>);
   put_int(buffer_, g.correlation);
 }
 
 void ChromeTraceWriter::write_bandwidth(const GpuActivity& g, std::uint64_t bytes) {
   const double ns = static_cast<double>(g.end_ns > g.start_ns ? g.end_ns - g.start_ns : 0);
-  put(buffer_, ",\"memory bandwidth (GB/s)\":");
+  put(buffer_, kMember<arg::kMemoryBandwidth>);
   put_fixed(buffer_, ns > 0 ? bytes / ns : 0.0, 3);
 }
 
 void ChromeTraceWriter::end_gpu_event(const GpuActivity& g) {
   if (!g.launch_api.empty()) {
-    put(buffer_, ",\"launch api\":");
+    put(buffer_, kMember<arg::kLaunchApi>);
     append_json_string(buffer_, g.launch_api);
   }
   write_case_args(g.tag);
@@ -398,19 +460,19 @@ void ChromeTraceWriter::format_kernel_shape_args(const KernelActivity& k) {
   const int block_threads = k.block[0] * k.block[1] * k.block[2];
   const double blocks_per_sm = sm_count > 0 ? grid_blocks / sm_count : 0;
   const double warps_per_sm = blocks_per_sm * ((block_threads + 31) / 32);
-  put(buffer_, ",\"registers per thread\":");
+  put(buffer_, kMember<arg::kRegistersPerThread>);
   put_int(buffer_, k.registers_per_thread);
-  put(buffer_, ",\"shared memory\":");
+  put(buffer_, kMember<arg::kSharedMemory>);
   put_int(buffer_, k.static_shared_bytes + k.dynamic_shared_bytes);
-  put(buffer_, ",\"static shared memory\":");
+  put(buffer_, kMember<arg::kStaticSharedMemory>);
   put_int(buffer_, k.static_shared_bytes);
-  put(buffer_, ",\"dynamic shared memory\":");
+  put(buffer_, kMember<arg::kDynamicSharedMemory>);
   put_int(buffer_, k.dynamic_shared_bytes);
-  put(buffer_, ",\"local memory per thread\":");
+  put(buffer_, kMember<arg::kLocalMemoryPerThread>);
   put_int(buffer_, k.local_bytes_per_thread);
-  put(buffer_, ",\"blocks per SM\":");
+  put(buffer_, kMember<arg::kBlocksPerSm>);
   put_general(buffer_, blocks_per_sm, 6);
-  put(buffer_, ",\"warps per SM\":");
+  put(buffer_, kMember<arg::kWarpsPerSm>);
   put_general(buffer_, warps_per_sm, 6);
   auto put_dims = [&](const std::array<int, 3>& d) {
     put(buffer_, "[");
@@ -421,20 +483,20 @@ void ChromeTraceWriter::format_kernel_shape_args(const KernelActivity& k) {
     put_int(buffer_, d[2]);
     put(buffer_, "]");
   };
-  put(buffer_, ",\"grid\":");
+  put(buffer_, kMember<arg::kGrid>);
   put_dims(k.grid);
-  put(buffer_, ",\"block\":");
+  put(buffer_, kMember<arg::kBlock>);
   put_dims(k.block);
   if (k.cluster[0] > 0) {
-    put(buffer_, ",\"cluster\":");
+    put(buffer_, kMember<arg::kCluster>);
     put_dims(k.cluster);
   }
   if (k.shared_memory_executed > 0) {
-    put(buffer_, ",\"shared memory config\":");
+    put(buffer_, kMember<arg::kSharedMemoryConfig>);
     put_int(buffer_, k.shared_memory_executed);
   }
   if (k.carveout_percent >= 0) {
-    put(buffer_, ",\"shared memory carveout %\":");
+    put(buffer_, kMember<arg::kSharedMemoryCarveout>);
     put_int(buffer_, k.carveout_percent);
   }
   if (k.occupancy.valid) {
@@ -442,21 +504,23 @@ void ChromeTraceWriter::format_kernel_shape_args(const KernelActivity& k) {
     const double resident_blocks = std::min<double>(k.occupancy.active_blocks_per_sm, blocks_per_sm);
     const double kineto_estimate =
         max_threads_per_sm > 0 ? std::round(100.0 * resident_blocks * block_threads / max_threads_per_sm) : 0;
-    put(buffer_, ",\"est. achieved occupancy %\":");
+    put(buffer_, kMember<arg::kEstimatedAchievedOccupancy>);
     put_fixed(buffer_, kineto_estimate, 0);
-    put(buffer_, ",\"theoretical occupancy %\":");
+    put(buffer_, kMember<arg::kTheoreticalOccupancy>);
     put_fixed(buffer_, k.occupancy.theoretical_percent, 2);
-    put(buffer_, ",\"occupancy limiter\":");
+    put(buffer_, kMember<arg::kOccupancyLimiter>);
     append_json_string(buffer_, k.occupancy.limiter);
-    put(buffer_, ",\"occupancy\":{\"activeBlocksPerMultiprocessor\":");
+    static constexpr JoinedText kOccupancyOpen =
+        join({",\"", arg::kOccupancy, "\":{\"", occupancy_key::kActiveBlocksPerMultiprocessor, "\":"});
+    put(buffer_, kOccupancyOpen);
     put_int(buffer_, k.occupancy.active_blocks_per_sm);
-    put(buffer_, ",\"blockLimitRegs\":");
+    put(buffer_, kMember<occupancy_key::kBlockLimitRegs>);
     put_int(buffer_, k.occupancy.block_limit_registers);
-    put(buffer_, ",\"blockLimitSharedMem\":");
+    put(buffer_, kMember<occupancy_key::kBlockLimitSharedMem>);
     put_int(buffer_, k.occupancy.block_limit_shared_memory);
-    put(buffer_, ",\"blockLimitWarps\":");
+    put(buffer_, kMember<occupancy_key::kBlockLimitWarps>);
     put_int(buffer_, k.occupancy.block_limit_warps);
-    put(buffer_, ",\"blockLimitBlocks\":");
+    put(buffer_, kMember<occupancy_key::kBlockLimitBlocks>);
     put_int(buffer_, k.occupancy.block_limit_blocks);
     put(buffer_, "}");
   }
@@ -464,24 +528,25 @@ void ChromeTraceWriter::format_kernel_shape_args(const KernelActivity& k) {
 
 void ChromeTraceWriter::write(const KernelActivity& k) {
   begin_gpu_event(k);
-  put(buffer_, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":");
+  static constexpr JoinedText kHead = complete_event_head(category::kKernel);
+  put(buffer_, kHead);
   append_json_string(buffer_, k.name);
   write_gpu_placement(k);
   write_kernel_shape_args(k);
   if (has_finite(k.achieved_occupancy_percent)) {
-    put(buffer_, ",\"achieved occupancy %\":");
+    put(buffer_, kMember<arg::kAchievedOccupancy>);
     put_fixed(buffer_, *k.achieved_occupancy_percent, 2);
   }
   if (has_finite(k.dram_throughput_percent)) {
-    put(buffer_, ",\"dram throughput %\":");
+    put(buffer_, kMember<arg::kDramThroughput>);
     put_fixed(buffer_, *k.dram_throughput_percent, 2);
   }
   if (has_finite(k.dram_bytes_per_second)) {
-    put(buffer_, ",\"dram bandwidth (GB/s)\":");
+    put(buffer_, kMember<arg::kDramBandwidth>);
     put_fixed(buffer_, *k.dram_bytes_per_second / 1e9, 3);
   }
   if (has_finite(k.tensor_pipe_percent)) {
-    put(buffer_, ",\"tensor pipe active %\":");
+    put(buffer_, kMember<arg::kTensorPipeActive>);
     put_fixed(buffer_, *k.tensor_pipe_percent, 2);
   }
   end_gpu_event(k);
@@ -490,18 +555,20 @@ void ChromeTraceWriter::write(const KernelActivity& k) {
 void ChromeTraceWriter::write(const MemcpyActivity& m) {
   begin_gpu_event(m);
   // The name, "Memcpy DtoD (Device -> Device)", escaped piece by piece: no string is built.
-  put(buffer_, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy ");
+  static constexpr JoinedText kHead = join({complete_event_head(category::kGpuMemcpy).view(), "\"", event_name::kMemcpyPrefix});
+  put(buffer_, kHead);
   put(buffer_, to_string(m.kind));
   put(buffer_, " (");
   append_json_text(buffer_, m.src_memory);
-  put(buffer_, " -> ");
+  put(buffer_, event_name::kMemcpyArrow);
   append_json_text(buffer_, m.dst_memory);
   put(buffer_, ")\"");
   write_gpu_placement(m);
-  put(buffer_, ",\"bytes\":");
+  put(buffer_, kMember<arg::kBytes>);
   put_int(buffer_, m.bytes);
   write_bandwidth(m, m.bytes);
-  put(buffer_, ",\"copy kind\":\"");
+  put(buffer_, kMember<arg::kCopyKind>);
+  put(buffer_, "\"");
   put(buffer_, to_string(m.kind));
   put(buffer_, "\"");
   end_gpu_event(m);
@@ -509,13 +576,14 @@ void ChromeTraceWriter::write(const MemcpyActivity& m) {
 
 void ChromeTraceWriter::write(const MemsetActivity& m) {
   begin_gpu_event(m);
-  put(buffer_, "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (");
+  static constexpr JoinedText kHead = join({complete_event_head(category::kGpuMemset).view(), "\"Memset ("});
+  put(buffer_, kHead);
   append_json_text(buffer_, m.memory);
   put(buffer_, ")\"");
   write_gpu_placement(m);
-  put(buffer_, ",\"bytes\":");
+  put(buffer_, kMember<arg::kBytes>);
   put_int(buffer_, m.bytes);
-  put(buffer_, ",\"value\":");
+  put(buffer_, kMember<arg::kValue>);
   put_int(buffer_, m.value);
   write_bandwidth(m, m.bytes);
   end_gpu_event(m);
@@ -524,18 +592,19 @@ void ChromeTraceWriter::write(const MemsetActivity& m) {
 void ChromeTraceWriter::write(const ApiCall& call) {
   ensure_host_track(call.thread);
   begin_event();
-  put(buffer_, call.domain == ApiDomain::runtime ? std::string_view("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":")
-                                                 : std::string_view("{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":"));
+  static constexpr JoinedText kRuntimeHead = complete_event_head(category::kCudaRuntime);
+  static constexpr JoinedText kDriverHead = complete_event_head(category::kCudaDriver);
+  put(buffer_, call.domain == ApiDomain::runtime ? kRuntimeHead : kDriverHead);
   append_json_string(buffer_, call.name);
   write_track(source_.host_process, call.thread);
   append_ts(call.start_ns);
   append_dur(call.start_ns, call.end_ns);
-  put(buffer_, ",\"args\":{\"cbid\":");
+  put(buffer_, kFirstArg<arg::kCbid>);
   put_int(buffer_, call.cbid);
-  put(buffer_, ",\"correlation\":");
+  put(buffer_, kMember<arg::kCorrelation>);
   put_int(buffer_, call.correlation);
   if (call.return_value != 0) {
-    put(buffer_, ",\"return value\":");
+    put(buffer_, kMember<arg::kReturnValue>);
     put_int(buffer_, call.return_value);
   }
   write_case_args(call.tag);
@@ -553,13 +622,15 @@ void ChromeTraceWriter::write(const Annotation& a) {
     ensure_host_track(a.thread);
   }
   begin_event();
-  put(buffer_, a.on_gpu ? std::string_view("{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":")
-                        : std::string_view("{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"));
+  static constexpr JoinedText kGpuHead = complete_event_head(category::kGpuUserAnnotation);
+  static constexpr JoinedText kHostHead = complete_event_head(category::kUserAnnotation);
+  put(buffer_, a.on_gpu ? kGpuHead : kHostHead);
   append_json_string(buffer_, a.name);
   write_track(pid, a.thread);
   append_ts(a.start_ns);
   append_dur(a.start_ns, a.end_ns);
-  put(buffer_, ",\"args\":{\"nvtx\":true");
+  put(buffer_, kFirstArg<arg::kNvtx>);
+  put(buffer_, "true");
   write_case_args(a.tag);
   put(buffer_, "}}");
   flush_if_large();
@@ -568,12 +639,14 @@ void ChromeTraceWriter::write(const Annotation& a) {
 void ChromeTraceWriter::write(const OverheadActivity& o) {
   ensure_host_track(o.thread);
   begin_event();
-  put(buffer_, "{\"ph\":\"X\",\"cat\":\"overhead\",\"name\":");
+  static constexpr JoinedText kHead = complete_event_head(category::kOverhead);
+  put(buffer_, kHead);
   append_json_string(buffer_, o.kind);
   write_track(source_.host_process, o.thread);
   append_ts(o.start_ns);
   append_dur(o.start_ns, o.end_ns);
-  put(buffer_, ",\"args\":{\"source\":\"CUPTI\"}}");
+  put(buffer_, kFirstArg<arg::kSource>);
+  put(buffer_, "\"CUPTI\"}}");
   flush_if_large();
 }
 
@@ -615,10 +688,10 @@ void ChromeTraceWriter::finish(const nlohmann::json& attnprof_metadata) {
   if (finished_) return;
   finished_ = true;
   auto out = std::back_inserter(buffer_);
-  fmt::format_to(out, "\n  ],\n  \"traceName\": ");
+  fmt::format_to(out, "\n  ],\n  \"{}\": ", document_key::kTraceName);
   append_json_string(buffer_, path_.filename().string());
   // Paths and names in the metadata may hold bytes that are not UTF-8: replaced, never a throw.
-  fmt::format_to(out, ",\n  \"attnprof\": {}\n}}\n",
+  fmt::format_to(out, ",\n  \"{}\": {}\n}}\n", document_key::kAttnprof,
                  attnprof_metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   output_.write(std::string_view(buffer_.data(), buffer_.size()));
   buffer_.clear();

@@ -3,16 +3,12 @@
 namespace attnprof::trace {
 
 std::string_view to_string(TraceFormat format) {
-  switch (format) {
-    case TraceFormat::json: return "json";
-    case TraceFormat::json_gz: return "json.gz";
-  }
-  return "json";
+  return kTraceFormatNames.at(static_cast<std::size_t>(format));  // named in the enum's order
 }
 
 std::optional<TraceFormat> parse_trace_format(std::string_view name) {
-  if (name == "json") return TraceFormat::json;
-  if (name == "json.gz") return TraceFormat::json_gz;
+  for (std::size_t i = 0; i < kTraceFormatNames.size(); ++i)
+    if (kTraceFormatNames[i] == name) return static_cast<TraceFormat>(i);
   return std::nullopt;
 }
 

@@ -13,7 +13,7 @@ namespace attnprof::trace {
 
 enum class TraceFormat : std::uint8_t { json, json_gz };
 
-// "json", "json.gz": the names a config's `trace_format` and `--trace-format` take.
+// The names a config's `trace_format` and `--trace-format` take, in TraceFormat's order.
 inline const std::vector<std::string> kTraceFormatNames = {"json", "json.gz"};
 
 std::string_view to_string(TraceFormat format);

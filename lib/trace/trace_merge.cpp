@@ -13,6 +13,7 @@
 #include "trace/annotate.hpp"
 #include "trace/chrome_trace_reader.hpp"
 #include "trace/trace_files.hpp"
+#include "trace/trace_keys.hpp"
 
 namespace attnprof::trace {
 namespace {
@@ -28,8 +29,9 @@ bool labels_name_a_gpu(std::string_view labels) {
     labels = comma == std::string_view::npos ? std::string_view() : labels.substr(comma + 1);
     while (!label.empty() && label.front() == ' ') label.remove_prefix(1);
     while (!label.empty() && label.back() == ' ') label.remove_suffix(1);
-    if (label.size() > 4 && label.starts_with("GPU ") &&
-        std::all_of(label.begin() + 4, label.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    const std::size_t prefix = event_name::kGpuProcessPrefix.size();
+    if (label.size() > prefix && label.starts_with(event_name::kGpuProcessPrefix) &&
+        std::all_of(label.begin() + prefix, label.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return true;
   }
   return false;
@@ -51,11 +53,11 @@ struct NamedProcess {
 class TraceProcesses {
  public:
   void take(const TraceEvent& e) {
-    if (e.ph != "M") {
-      if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") api_callers_.insert(e.pid);
-    } else if (e.name == "process_name" && e.args.metadata_name) {
+    if (e.ph != ph::kMetadata) {
+      if (e.cat == category::kCudaRuntime || e.cat == category::kCudaDriver) api_callers_.insert(e.pid);
+    } else if (e.name == metadata::kProcessName && e.args.metadata_name) {
       if (named_pids_.insert(e.pid).second) named_.push_back({e.pid, *e.args.metadata_name});
-    } else if (e.name == "process_labels" && e.args.metadata_labels && labels_name_a_gpu(*e.args.metadata_labels)) {
+    } else if (e.name == metadata::kProcessLabels && e.args.metadata_labels && labels_name_a_gpu(*e.args.metadata_labels)) {
       gpus_.insert(e.pid);
     }
   }
@@ -67,7 +69,7 @@ class TraceProcesses {
     const NamedProcess* best = nullptr;
     int best_score = -1;
     for (const NamedProcess& p : named_) {
-      if (p.name.starts_with("GPU ") || gpus_.count(p.pid) > 0) continue;
+      if (p.name.starts_with(event_name::kGpuProcessPrefix) || gpus_.count(p.pid) > 0) continue;
       const int score = (api_callers_.count(p.pid) > 0 ? 2 : 0) + (is_device_pid(p.pid, devices) ? 0 : 1);
       if (score > best_score) {
         best = &p;
@@ -186,7 +188,7 @@ TraceHead read_trace_head(const std::filesystem::path& path) {
   try {
     const TraceDocument doc = read_chrome_trace(path, [&](const TraceEvent& e, const TraceDocument& so_far) {
       processes.take(e);
-      if (e.ph == "M" || past_leading_metadata) return;
+      if (e.ph == ph::kMetadata || past_leading_metadata) return;
       past_leading_metadata = true;
       take_document(so_far);
       // Our writer names the host before any event; Kineto names its processes after all of them.
@@ -259,17 +261,17 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
       std::uint64_t correlations_kept = 0;  // ids past 2^32 once moved
       const std::string prefix = case_prefix(in.label);
       const TraceDocument doc = read_chrome_trace(in.head.path, [&](const TraceEvent& e, const TraceDocument& so_far) {
-        if (e.ph == "M") return;  // the writer names every track it writes
+        if (e.ph == ph::kMetadata) return;  // the writer names every track it writes
         if (e.ts_ns && !shift) shift = timestamp_shift(so_far.base_time_ns, *e.ts_ns);
-        if (e.ph == "s" || e.ph == "f") {
+        if (e.ph == ph::kFlowStart || e.ph == ph::kFlowEnd) {
           // Only ac2g flows join what a merge carries (a launch to its GPU work); Kineto's fwdbwd
           // and others join cpu_op events, which it does not, and "f" would end on a GPU track.
-          if (e.cat != "ac2g" || !e.id || !e.ts_ns) {
+          if (e.cat != category::kFlow || !e.id || !e.ts_ns) {
             ++merged.events_not_carried;
             return;
           }
           FlowEvent flow;
-          flow.start = e.ph == "s";
+          flow.start = e.ph == ph::kFlowStart;
           flow.id = flow_ids.map(i, *e.id);
           std::int64_t ts_ns = 0;
           if (__builtin_add_overflow(*e.ts_ns, *shift, &ts_ns)) ts_ns = *e.ts_ns > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
