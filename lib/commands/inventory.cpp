@@ -35,6 +35,73 @@ int devices_command() {
   return kExitOk;
 }
 
+namespace {
+
+// The probe problem of one workload: bf16 d128, 32 query heads, seq_q 96 != seq_kv 160.
+AttentionProblem workload_problem(ProbedWorkload workload) {
+  AttentionProblem p;
+  p.shape = {1, 32, 96, 160, 128};
+  switch (workload) {
+    case ProbedWorkload::grouped_heads: p.shape.heads_kv = 8; break;
+    case ProbedWorkload::one_kv_head: p.shape.heads_kv = 1; break;
+    case ProbedWorkload::bottom_right_causal: set_causal_mode(p, CausalMode::bottom_right); break;
+    case ProbedWorkload::sliding_window:
+      set_causal_mode(p, CausalMode::top_left);
+      p.window = {64, 0};
+      break;
+    case ProbedWorkload::ragged:
+      p.shape.seq_lens_q = {96};
+      p.shape.seq_lens_kv = {160};
+      break;
+    case ProbedWorkload::paged: p.shape.page_size = 16; break;
+    case ProbedWorkload::decode:
+      p.shape.seq_q = 1;
+      p.shape.heads_kv = 8;
+      set_causal_mode(p, CausalMode::bottom_right);
+      break;
+    case ProbedWorkload::paged_decode:
+      p.shape.seq_q = 1;
+      p.shape.heads_kv = 8;
+      p.shape.page_size = 16;
+      set_causal_mode(p, CausalMode::bottom_right);
+      break;
+  }
+  return p;
+}
+
+}  // namespace
+
+BackendSupport probe_backend_support(const BackendInfo& info, const std::optional<DeviceProperties>& device,
+                                     const std::vector<int>& head_dims) {
+  const auto backend = info.make();
+  BackendSupport support;
+  support.backend = info.name;
+  // check_device first: manual and math size their workspace limit from the device it is given.
+  if (device) {
+    support.device = backend->check_device(*device);
+    support.device_checked = true;
+  }
+  for (DType dtype : {DType::bf16, DType::fp16, DType::fp32})
+    for (int d : head_dims)
+      for (bool is_causal : {false, true})
+        for (bool has_bias : {false, true}) {
+          AttentionProblem p;
+          p.shape = {1, 1, 128, 128, d};
+          p.dtype = dtype;
+          p.causal = is_causal;
+          p.has_bias = has_bias;
+          support.problems.push_back({dtype, d, is_causal, has_bias, backend->check_problem(p)});
+        }
+  for (ProbedWorkload w : kProbedWorkloads) support.workloads.push_back({w, backend->check_problem(workload_problem(w))});
+  AttentionProblem backward;
+  backward.shape = {1, 32, 96, 160, 128, 8};
+  set_causal_mode(backward, CausalMode::top_left);
+  backward.pass = AttentionPass::backward;
+  const Unsupported forward_refused = backend->check_problem(backward);
+  support.backward = forward_refused ? forward_refused : backend->check_backward(backward);
+  return support;
+}
+
 int backends_command(const BackendsRequest& o) {
   std::optional<DeviceProperties> device;
   std::string no_device_reason;
@@ -47,36 +114,27 @@ int backends_command(const BackendsRequest& o) {
     no_device_reason = e.what();
     std::cout << "no GPU here (" << no_device_reason << "): device checks skipped, problem support shown\n\n";
   }
-  const std::vector<int> head_dims = {32, 40, 64, 80, 96, 128, 160, 192, 256};
   for (const BackendInfo& info : backend_registry()) {
-    const auto backend = info.make();
+    const BackendSupport support = probe_backend_support(info, device);
     std::string status = "runs here";
-    if (device) {
-      if (auto why = backend->check_device(*device)) status = "cannot run here: " + *why;
-    } else {
+    if (!support.device_checked) {
       status = "not checked (no GPU)";
+    } else if (support.device) {
+      status = "cannot run here: " + *support.device;
     }
     std::cout << fmt::format("{:<20} {}\n{:<20} {}\n", info.name, info.description, "", status);
     std::set<std::string> dtypes, dims, reasons;
     bool causal = false, bias = false;
-    for (DType dtype : {DType::bf16, DType::fp16, DType::fp32})
-      for (int d : head_dims)
-        for (bool is_causal : {false, true})
-          for (bool has_bias : {false, true}) {
-            AttentionProblem p;
-            p.shape = {1, 1, 128, 128, d};
-            p.dtype = dtype;
-            p.causal = is_causal;
-            p.has_bias = has_bias;
-            if (auto why = backend->check_problem(p)) {
-              reasons.insert(*why);
-              continue;
-            }
-            dtypes.insert(std::string(to_string(dtype)));
-            dims.insert(fmt::format("{:03}", d));
-            causal = causal || is_causal;
-            bias = bias || has_bias;
-          }
+    for (const ProblemProbe& probe : support.problems) {
+      if (probe.refused) {
+        reasons.insert(*probe.refused);
+        continue;
+      }
+      dtypes.insert(std::string(to_string(probe.dtype)));
+      dims.insert(fmt::format("{:03}", probe.head_dim));
+      causal = causal || probe.causal;
+      bias = bias || probe.bias;
+    }
     std::string dim_list;
     for (const std::string& d : dims) {
       if (!dim_list.empty()) dim_list += ' ';
@@ -85,57 +143,16 @@ int backends_command(const BackendsRequest& o) {
     std::cout << fmt::format("{:<20} dtypes: {}; head dims (of those probed): {}; causal: {}; bias: {}\n", "",
                              dtypes.empty() ? "none" : fmt::format("{}", fmt::join(dtypes, " ")),
                              dim_list.empty() ? "none" : dim_list, causal ? "yes" : "no", bias ? "yes" : "no");
-    // The workloads of LLM attention, each probed on a bf16 d128 problem (seq_q != seq_kv).
-    struct Workload {
-      const char* name;
-      void (*shape)(AttentionProblem&);
-    };
-    const Workload workloads[] = {
-        {"grouped K/V heads (GQA 32/8)", [](AttentionProblem& p) { p.shape.heads_kv = 8; }},
-        {"one K/V head (MQA)", [](AttentionProblem& p) { p.shape.heads_kv = 1; }},
-        {"bottom-right causal", [](AttentionProblem& p) { set_causal_mode(p, CausalMode::bottom_right); }},
-        {"sliding window", [](AttentionProblem& p) {
-           set_causal_mode(p, CausalMode::top_left);
-           p.window = {64, 0};
-         }},
-        {"ragged batch (packed)", [](AttentionProblem& p) {
-           p.shape.seq_lens_q = {96};
-           p.shape.seq_lens_kv = {160};
-         }},
-        {"paged K/V (pages of 16)", [](AttentionProblem& p) { p.shape.page_size = 16; }},
-        {"decode (1 query token, GQA 32/8)", [](AttentionProblem& p) {
-           p.shape.seq_q = 1;
-           p.shape.heads_kv = 8;
-           set_causal_mode(p, CausalMode::bottom_right);
-         }},
-        {"paged decode (pages of 16)", [](AttentionProblem& p) {
-           p.shape.seq_q = 1;
-           p.shape.heads_kv = 8;
-           p.shape.page_size = 16;
-           set_causal_mode(p, CausalMode::bottom_right);
-         }},
-    };
-    std::vector<std::string> runs, rejected;
-    for (const Workload& w : workloads) {
-      AttentionProblem p;
-      p.shape = {1, 32, 96, 160, 128};
-      w.shape(p);
-      if (auto why = backend->check_problem(p)) {
-        rejected.push_back(fmt::format("{}: {}", w.name, *why));
-        reasons.insert(*why);
+    std::vector<std::string> runs;
+    for (const WorkloadProbe& probe : support.workloads) {
+      if (probe.refused) {
+        reasons.insert(*probe.refused);
       } else {
-        runs.push_back(w.name);
+        runs.push_back(std::string(to_string(probe.workload)));
       }
     }
     std::cout << fmt::format("{:<20} workloads: {}\n", "", runs.empty() ? "dense MHA only" : fmt::format("{}", fmt::join(runs, ", ")));
-    // The backward (passes: ["backward"]), probed on a dense bf16 d128 causal problem.
-    AttentionProblem backward;
-    backward.shape = {1, 32, 96, 160, 128, 8};
-    set_causal_mode(backward, CausalMode::top_left);
-    backward.pass = AttentionPass::backward;
-    const Unsupported no_backward = backend->check_problem(backward) ? backend->check_problem(backward)
-                                                                     : backend->check_backward(backward);
-    std::cout << fmt::format("{:<20} backward: {}\n", "", no_backward ? "no (" + *no_backward + ")" : "yes");
+    std::cout << fmt::format("{:<20} backward: {}\n", "", support.backward ? "no (" + *support.backward + ")" : "yes");
     for (const std::string& why : reasons) std::cout << fmt::format("{:<20} rejects: {}\n", "", why);
     std::cout << "\n";
   }

@@ -1,6 +1,7 @@
 #include "gpu/device_info.hpp"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cctype>
 #include <fstream>
@@ -63,13 +64,38 @@ SoftwareVersions query_software_versions() {
   return v;
 }
 
-int require_devices() {
+GpuAvailability gpu_availability() {
+  GpuFacts facts;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess)
-    throw NoUsableGpuError(fmt::format("no usable GPU: the CUDA runtime could not reach a device ({}: {})",
-                                       cudaGetErrorName(status), cudaGetErrorString(status)));
-  if (count == 0) throw NoUsableGpuError("no usable GPU: the CUDA driver reports no devices");
+  switch (status) {
+    case cudaSuccess: facts.status = DeviceCountStatus::success; break;
+    case cudaErrorInsufficientDriver: facts.status = DeviceCountStatus::insufficient_driver; break;
+    case cudaErrorStubLibrary: facts.status = DeviceCountStatus::stub_library; break;
+    case cudaErrorNoDevice: facts.status = DeviceCountStatus::no_device; break;
+    default: facts.status = DeviceCountStatus::other; break;
+  }
+  facts.device_count = status == cudaSuccess ? count : 0;
+  facts.status_text = fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status));
+  facts.runtime_message = fmt::format("the CUDA runtime could not reach a device ({})", facts.status_text);
+  if (void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    facts.libcuda_loads = true;
+    dlclose(libcuda);
+  } else {
+    const char* error = dlerror();
+    facts.libcuda_error = error != nullptr ? error : "dlopen failed";
+  }
+  // Without a driver these leave 0 (driver) and still give the runtime's own version.
+  if (cudaDriverGetVersion(&facts.driver_version) != cudaSuccess) facts.driver_version = 0;
+  if (cudaRuntimeGetVersion(&facts.runtime_version) != cudaSuccess) facts.runtime_version = 0;
+  return classify_gpu(facts);
+}
+
+int require_devices() {
+  const GpuAvailability gpu = gpu_availability();
+  if (gpu.verdict != GpuVerdict::usable) throw NoUsableGpuError("no usable GPU: " + gpu.message);
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
   return count;
 }
 

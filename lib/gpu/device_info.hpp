@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/device_properties.hpp"
+#include "core/gpu_availability.hpp"
 
 namespace attnprof {
 
@@ -17,7 +18,13 @@ struct SoftwareVersions {
 };
 SoftwareVersions query_software_versions();
 
-// Number of usable devices; throws NoUsableGpuError with the driver's reason when there are none.
+// Whether a GPU can be used here and, if not, why (core/gpu_availability.hpp): no driver, the
+// toolkit's stub driver, a driver older than the runtime, no device. Usable with a note when the
+// driver is older but the devices answer (minor version compatibility).
+GpuAvailability gpu_availability();
+
+// Number of usable devices; throws NoUsableGpuError ("no usable GPU: " and gpu_availability()'s
+// reason) when there are none.
 int require_devices();
 
 // "13.0" from 13000.

@@ -1,7 +1,7 @@
 // Golden summaries: `attnprof report` of the committed sample trace (an H200 run) and of the small
 // Kineto trace must rebuild exactly the summaries recorded in tests/golden/reports. A change to
 // the reader, the aggregation, occupancy or the findings that alters any field shows up here.
-// Regenerate (only when a change is meant): attnprof report TRACE --out tests/golden/reports/NAME.summary.json
+// Regenerate (only when a change is meant): tests/golden/regenerate.sh shows the diff, --write takes it.
 #include <filesystem>
 #include <fstream>
 #include <string>

@@ -373,14 +373,25 @@ TEST(ChromeTraceWriter, MetadataWithInvalidUtf8StillFinishes) {
   EXPECT_EQ(t.at("attnprof").at("inputs").at(0), "trace-\xef\xbf\xbd.json");
 }
 
+// The exact text against tests/golden/small_trace.json. The test never writes into the source
+// tree: with ATTNPROF_GOLDEN_OUT set (tests/golden/regenerate.sh sets it to a temporary
+// directory) it also leaves its output there, for the script to diff and, with --write, copy over.
 TEST(ChromeTraceWriter, MatchesTheGoldenFile) {
   const auto path = temp_trace("golden.json");
   write_and_parse(path);
-  const std::filesystem::path golden = std::filesystem::path(ATTNPROF_GOLDEN_DIR) / "small_trace.json";
-  if (std::getenv("ATTNPROF_UPDATE_GOLDEN") != nullptr) std::filesystem::copy_file(path, golden, std::filesystem::copy_options::overwrite_existing);
-  ASSERT_TRUE(std::filesystem::exists(golden)) << "run with ATTNPROF_UPDATE_GOLDEN=1 to create " << golden;
-  EXPECT_EQ(read_file(path), read_file(golden)) << "the writer's output changed; if on purpose, regenerate with "
-                                                   "ATTNPROF_UPDATE_GOLDEN=1 and review the diff";
+  const std::filesystem::path golden_dir = std::filesystem::weakly_canonical(ATTNPROF_GOLDEN_DIR);
+  const std::filesystem::path golden = golden_dir / "small_trace.json";
+  if (const char* out = std::getenv("ATTNPROF_GOLDEN_OUT"); out != nullptr && *out != '\0') {
+    const std::filesystem::path dir = std::filesystem::weakly_canonical(out);
+    const std::filesystem::path inside = dir.lexically_relative(golden_dir);
+    ASSERT_TRUE(inside.empty() || *inside.begin() == "..")
+        << "ATTNPROF_GOLDEN_OUT=" << dir << " is in the golden directory; tests/golden/regenerate.sh --write copies there";
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(path, dir / "small_trace.json", std::filesystem::copy_options::overwrite_existing);
+  }
+  const char* how = "tests/golden/regenerate.sh BUILD_DIR shows the diff; with --write it takes the new file";
+  ASSERT_TRUE(std::filesystem::exists(golden)) << golden << " is missing: " << how;
+  EXPECT_EQ(read_file(path), read_file(golden)) << "the writer's output changed; if on purpose, " << how;
 }
 
 }  // namespace

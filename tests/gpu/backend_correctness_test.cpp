@@ -1,8 +1,11 @@
 // Every registered backend against the float64 CPU reference on fresh random inputs: odd
 // lengths, seq_q != seq_kv, every head dim, every dtype, both causal settings, bias; then the
 // workloads (grouped K/V heads 8/2 and 8/1, sliding windows, top-left and bottom-right masks,
-// rows that see no key). Outputs are poisoned before each run; combinations a backend rejects
-// are skipped with its reason, and what each backend must reject is checked for a reason too.
+// rows that see no key). Outputs are poisoned before each run. A combination a backend refuses
+// is skipped only where the refusal policy (refusals_here.hpp) accepts it: a requirement this
+// machine lacks, or what `attnprof backends`' table of that backend (or its documented rule)
+// refuses; any other refusal fails the case. What each backend must reject is checked for a
+// reason too.
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -20,6 +23,7 @@
 #include "backends/cudnn_info.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
+#include "refusals_here.hpp"
 #include "runner/device_case.hpp"
 
 namespace attnprof {
@@ -81,20 +85,22 @@ class BackendCorrectness : public testing::TestWithParam<CorrectnessCase> {};
 TEST_P(BackendCorrectness, MatchesFloat64Reference) {
   const CorrectnessCase& c = GetParam();
   AttentionBackend& backend = backend_instance(c.backend);
-  const DeviceProperties device = query_device_properties(0);
-  if (auto reason = backend.check_device(device)) GTEST_SKIP() << *reason;
-  if (auto reason = backend.check_problem(c.problem)) GTEST_SKIP() << *reason;
+  const std::string label = case_label(c.backend, c.problem);
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here(c.backend, backend));
+  ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here(c.backend, c.problem, label, backend.check_problem(c.problem)));
 
   // A fresh seed per test and per process run: the kernel must be right on any input.
   const std::uint64_t seed = std::random_device{}();
   CudaStream stream;
   DeviceCase device_case(c.problem, seed, stream.get());
   Verification v;
+  Unsupported plan_refusal;
   try {
     v = run_and_verify(backend, device_case, stream.get());
   } catch (const BackendUnsupportedError& e) {
-    GTEST_SKIP() << "the plan build rejected it: " << e.what();
+    plan_refusal = std::string("the plan build rejected it: ") + e.what();
   }
+  ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here(c.backend, c.problem, label, plan_refusal));
   RecordProperty("relative_error", fmt::format("{:.3e}", v.relative_error));
   EXPECT_TRUE(v.passed) << case_label(c.backend, c.problem) << " seed " << seed << ": " << v.detail;
   EXPECT_EQ(v.non_finite, 0);
@@ -224,22 +230,24 @@ std::string workload_test_name(const testing::TestParamInfo<CorrectnessCase>& in
 class WorkloadCorrectness : public testing::TestWithParam<CorrectnessCase> {};
 
 // One case against the reference on a fresh seed, the logsumexp compared where the backend
-// writes one; skipped with the backend's reason where it cannot run the case.
+// writes one; a refusal skips it where the refusal policy accepts it, and fails it otherwise.
+// (Called last in a test body: its skip or failure ends the test.)
 void expect_matches_reference(const CorrectnessCase& c, const std::string& label) {
   AttentionBackend& backend = backend_instance(c.backend);
-  const DeviceProperties device = query_device_properties(0);
-  if (auto reason = backend.check_device(device)) GTEST_SKIP() << *reason;
-  if (auto reason = backend.check_problem(c.problem)) GTEST_SKIP() << *reason;
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here(c.backend, backend));
+  ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here(c.backend, c.problem, label, backend.check_problem(c.problem)));
 
   const std::uint64_t seed = std::random_device{}();
   CudaStream stream;
   DeviceCase device_case(c.problem, seed, stream.get());
   Verification v;
+  Unsupported plan_refusal;
   try {
     v = run_and_verify(backend, device_case, stream.get(), {.compare_lse = writes_logsumexp(c.backend)});
   } catch (const BackendUnsupportedError& e) {
-    GTEST_SKIP() << "the plan build rejected it: " << e.what();
+    plan_refusal = std::string("the plan build rejected it: ") + e.what();
   }
+  ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here(c.backend, c.problem, label, plan_refusal));
   EXPECT_TRUE(v.passed) << label << " seed " << seed << ": " << v.detail;
   EXPECT_EQ(v.non_finite, 0);
   EXPECT_GT(v.rows_checked, 0);
@@ -257,7 +265,7 @@ INSTANTIATE_TEST_SUITE_P(Workloads, WorkloadCorrectness, testing::ValuesIn(workl
 // Ragged batches and paged caches: packed q/o and k/v with lengths 1, 17 and the maximum, paged
 // K/V in pages of 16 and 64 through a shuffled block table, decode (one query token) and prefill,
 // every causal setting (bottom-right follows each sequence's own lengths), a window, GQA. Every
-// backend gets every case; what one cannot run it skips with its reason.
+// backend gets every case; what one refuses is skipped or failed as the refusal policy says.
 
 struct RaggedSpec {
   AttentionShape shape;
@@ -328,7 +336,7 @@ TEST(WorkloadCorrectness, RowsThatSeeNoKeyHaveMinusInfinityLogsumexp) {
                                        {false, {-1, 4}, MaskAlignment::bottom_right}};
   for (const std::string name : {"flash:fa2", "efficient", "flash:hopper"}) {
     AttentionBackend& backend = backend_instance(name);
-    if (auto reason = backend.check_device(query_device_properties(0))) GTEST_SKIP() << name << ": " << *reason;
+    ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here(name, backend));
     for (const MaskSpec& mask : masks)
       for (auto [seq_q, seq_kv] : {std::pair{255, 33}, std::pair{300, 17}}) {
         const AttentionProblem p = workload({2, 4, seq_q, seq_kv}, 2, 128, DType::bf16, mask);

@@ -24,6 +24,7 @@
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
 #include "gpu/device_memory.hpp"
+#include "refusals_here.hpp"
 #include "runner/device_case.hpp"
 
 namespace attnprof {
@@ -117,9 +118,10 @@ TEST_P(Backward, MatchesTheFloat64ReferenceGradients) {
   const AttentionProblem p = window ? windowed(problem_of(GetParam())) : problem_of(GetParam());
   const std::string name = GetParam().backend;
   auto backend = find_backend(name)->make();
-  if (auto why = backend->check_device(query_device_properties(0))) GTEST_SKIP() << *why;
-  if (auto why = backend->check_problem(p)) GTEST_SKIP() << *why;
-  if (auto why = backend->check_backward(p)) GTEST_SKIP() << *why;
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here(name, *backend));
+  const std::string label = case_label(name, p);
+  ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here(name, p, label, backend->check_problem(p)));
+  ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here(name, p, label, backend->check_backward(p)));
   CudaStream stream;
   const std::uint64_t seed = std::random_device{}();  // fresh inputs every run; the seed is printed
   DeviceCase device(p, seed, stream.get());
@@ -154,7 +156,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Backward, ::testing::ValuesIn(cases()),
 // for 7 concurrent blocks through ATTNPROF_FLASH_BWD_SLOTS: the float64 reference gradients, and
 // dK and dV bitwise equal run to run (the parts are added in a fixed order; dQ's atomics are not).
 TEST(FlashBwdTail, PartsAddUpToTheReferenceGradientsInAFixedOrder) {
-  if (query_device_properties(0).compute_major < 9) GTEST_SKIP() << "the tail kernel runs on compute capability 9.0 and up";
+  if (const DeviceProperties d = query_device_properties(0); d.compute_major < 9)
+    ATTNPROF_SKIP_BECAUSE(test::SkipReason::needs_compute_capability,
+                          fmt::format("the tail kernel runs on compute capability 9.0 and up; {} is {}.{}", d.name,
+                                      d.compute_major, d.compute_minor));
   constexpr int kSlots = 7;
   ASSERT_EQ(setenv("ATTNPROF_FLASH_BWD_SLOTS", std::to_string(kSlots).c_str(), 1), 0);
   struct Unset {
@@ -174,7 +179,7 @@ TEST(FlashBwdTail, PartsAddUpToTheReferenceGradientsInAFixedOrder) {
                                      kernels::flash_bwd_step_rows(s.head_dim, false), kSlots, true);
     ASSERT_GT(tail.blocks, 0) << case_label(c.backend, p) << ": no tail planned, the test would not run it";
     auto backend = find_backend(c.backend)->make();
-    if (auto why = backend->check_backward(p)) GTEST_SKIP() << *why;
+    ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here(c.backend, p, case_label(c.backend, p), backend->check_backward(p)));
     CudaStream stream;
     const std::uint64_t seed = std::random_device{}();
     DeviceCase device(p, seed, stream.get());
@@ -200,8 +205,8 @@ TEST(FlashBwdTail, PartsAddUpToTheReferenceGradientsInAFixedOrder) {
 TEST(CudnnBackwardChecks, GradientsOfOtherInputsFailVerification) {
   const AttentionProblem p = problem_of({1, 4, 2, 129, 129, 64, CausalMode::top_left, DType::bf16});
   auto backend = find_backend("cudnn")->make();
-  if (auto why = backend->check_device(query_device_properties(0))) GTEST_SKIP() << *why;
-  if (auto why = backend->check_backward(p)) GTEST_SKIP() << *why;
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("cudnn", *backend));
+  ATTNPROF_SKIP_OR_FAIL(test::case_refusal_here("cudnn", p, case_label("cudnn", p), backend->check_backward(p)));
   CudaStream stream;
   DeviceCase device(p, 11, stream.get());
   ASSERT_TRUE(run_and_verify(*backend, device, stream.get()).passed);

@@ -13,6 +13,7 @@
 #include "backends/backend.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
+#include "refusals_here.hpp"
 #include "runner/device_case.hpp"
 
 namespace attnprof {
@@ -27,10 +28,6 @@ AttentionBackend& flash() {
 AttentionBackend& flash_hopper() {
   static const std::unique_ptr<AttentionBackend> backend = find_backend("flash:hopper")->make();
   return *backend;
-}
-
-void skip_unless_device_supported() {
-  if (auto reason = flash().check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
 }
 
 struct DecodeCase {
@@ -112,7 +109,7 @@ std::string case_name(const testing::TestParamInfo<DecodeCase>& info) {
 class FlashDecode : public testing::TestWithParam<DecodeCase> {};
 
 TEST_P(FlashDecode, OutputAndLogsumexpMatchFloat64Reference) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   const AttentionProblem& problem = GetParam().problem;
   ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
   const std::uint64_t seed = std::random_device{}();
@@ -131,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashDecode, testing::ValuesIn(decode_cases()),
 // A split problem called again and again: whatever state the split path keeps between calls
 // (its workspace, its arrival counters) must leave every call's output right.
 TEST(FlashDecode, SplitStaysRightOverRepeatedCalls) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   AttentionProblem problem = decode_problem(2, 32, 8, 1, 40000, 128, DType::bf16, CausalMode::bottom_right);
   problem.shape.seq_lens_kv = {40000, 333};
   const std::uint64_t seed = std::random_device{}();
@@ -176,7 +173,7 @@ std::vector<std::string> launched_kernels(const AttentionProblem& problem, Atten
 }
 
 TEST(FlashDecode, OneKernelUnsplitTwoWhenSplit) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   const std::vector<std::string> unsplit =
       launched_kernels(decode_problem(66, 8, 4, 1, 200, 128, DType::bf16, CausalMode::none));
   ASSERT_EQ(unsplit.size(), 1u);
@@ -222,7 +219,7 @@ TEST(FlashDecode, RejectsPagesThatSplitATile) {
 // flash:hopper's decode is flash:fa2's split-KV path: the same kernels, split or not, and right
 // against the float64 reference on a paged, ragged cache split over the keys.
 TEST(FlashDecode, HopperRunsTheSplitKvDecodeKernels) {
-  if (auto reason = flash_hopper().check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:hopper", flash_hopper()));
   for (const AttentionProblem& p : {decode_problem(66, 8, 4, 1, 200, 128, DType::bf16, CausalMode::none),
                                     decode_problem(1, 32, 8, 1, 131072, 128, DType::bf16, CausalMode::none)}) {
     const std::vector<std::string> hopper = launched_kernels(p, flash_hopper());

@@ -15,6 +15,7 @@
 #include "backends/backend.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
+#include "refusals_here.hpp"
 #include "runner/device_case.hpp"
 
 namespace attnprof {
@@ -32,10 +33,6 @@ AttentionProblem make_problem(AttentionShape shape, int head_dim, DType dtype, b
   p.dtype = dtype;
   p.causal = causal;
   return p;
-}
-
-void skip_unless_device_supported() {
-  if (auto reason = flash().check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
 }
 
 std::vector<AttentionProblem> lse_cases() {
@@ -72,7 +69,7 @@ Verification expect_output_and_lse_match(const AttentionProblem& problem) {
 class FlashLogsumexp : public testing::TestWithParam<AttentionProblem> {};
 
 TEST_P(FlashLogsumexp, OutputAndLogsumexpMatchFloat64Reference) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   const AttentionProblem& problem = GetParam();
   ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
   const Verification v = expect_output_and_lse_match(problem);
@@ -135,7 +132,7 @@ std::string varlen_name(const testing::TestParamInfo<AttentionProblem>& info) {
 class FlashVarlen : public testing::TestWithParam<AttentionProblem> {};
 
 TEST_P(FlashVarlen, OutputAndLogsumexpMatchFloat64Reference) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   const AttentionProblem& problem = GetParam();
   ASSERT_FALSE(flash().check_problem(problem).has_value()) << *flash().check_problem(problem);
   const Verification v = expect_output_and_lse_match(problem);
@@ -146,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(Ragged, FlashVarlen, testing::ValuesIn(varlen_cases()),
 
 // lse == nullptr: the output is still right and the lse buffer is never written.
 TEST(Flash, NullLogsumexpIsNotWritten) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   for (bool causal : {false, true}) {
     const AttentionProblem problem = make_problem({2, 3, 300, 200, 0}, 128, DType::bf16, causal);
     const std::uint64_t seed = std::random_device{}();
@@ -175,7 +172,7 @@ TEST(Flash, NullLogsumexpIsNotWritten) {
 // Many heads and batches (grid.y / grid.z), a ragged last query tile, fp16; with 70 and with
 // 10 K/V heads (groups of 7), so that a wrong head-to-K/V-head mapping shows.
 TEST(Flash, ManyHeadsAndBatches) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   for (int heads_kv : {70, 10})
     for (bool causal : {false, true}) {
       AttentionProblem problem = make_problem({3, 70, 65, 130, 0}, 64, DType::fp16, causal);
@@ -187,7 +184,7 @@ TEST(Flash, ManyHeadsAndBatches) {
 // Two runs on the same inputs give the same bits: the kernel has no order-dependent reduction,
 // so any difference is a race (a missing barrier or a stage reused too early).
 TEST(Flash, RepeatedRunsAreBitwiseIdentical) {
-  skip_unless_device_supported();
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here("flash:fa2", flash()));
   for (int d : {64, 128})
     for (int variant = 0; variant < 3; ++variant) {
       // Full, causal, and GQA 8/2 with a bottom-right window (masked tiles on both edges).

@@ -22,6 +22,7 @@
 #include "config/config.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_info.hpp"
+#include "refusals_here.hpp"
 #include "runner/device_case.hpp"
 
 namespace attnprof {
@@ -140,12 +141,13 @@ class RaggedBackends : public testing::TestWithParam<RaggedCase> {};
 TEST_P(RaggedBackends, MatchesFloat64Reference) {
   const RaggedCase& c = GetParam();
   AttentionBackend& backend = backend_instance(c.backend);
-  if (auto reason = backend.check_device(query_device_properties(0))) GTEST_SKIP() << *reason;
+  ATTNPROF_SKIP_OR_FAIL(test::device_refusal_here(c.backend, backend));
   if (auto reason = backend.check_problem(c.problem)) {
-    EXPECT_TRUE(may_reject(c)) << c.backend << " rejected " << c.layout << " " << case_label(c.backend, c.problem)
+    ASSERT_TRUE(may_reject(c)) << c.backend << " rejected " << c.layout << " " << case_label(c.backend, c.problem)
                                << ": " << *reason;
-    EXPECT_FALSE(reason->empty());
-    GTEST_SKIP() << *reason;
+    ASSERT_FALSE(reason->empty());
+    ATTNPROF_SKIP_BECAUSE(test::SkipReason::refused_as_documented,
+                          c.backend + " refused " + c.layout + " (may_reject): " + *reason);
   }
   ASSERT_TRUE(c.backend != "efficient" || !c.problem.shape.paged()) << "efficient accepted a paged cache";
 
