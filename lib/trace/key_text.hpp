@@ -20,7 +20,9 @@ struct JoinedText {
 };
 
 // The parts, one after another (text longer than the buffer fails to compile: at() throws).
-consteval JoinedText join(std::initializer_list<std::string_view> parts) {
+// constexpr, not consteval: clang 14 does not evaluate a consteval call that reads a reference
+// template argument; every use below initialises a constexpr variable, so it runs at compile time.
+constexpr JoinedText join(std::initializer_list<std::string_view> parts) {
   JoinedText text;
   for (std::string_view part : parts)
     for (char c : part) text.chars.at(text.size++) = c;
@@ -37,7 +39,7 @@ inline constexpr JoinedText kQuoted = join({"\"", Key, "\""});
 
 // `args.key`, or `args."key"` when the key is more than letters and underscores: an arg as
 // errors name it.
-consteval JoinedText arg_path(std::string_view key) {
+constexpr JoinedText arg_path(std::string_view key) {
   bool plain = true;
   for (char c : key) plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_');
   return plain ? join({event_key::kArgs, ".", key}) : join({event_key::kArgs, ".\"", key, "\""});
