@@ -16,21 +16,15 @@
 
 #include <cstdint>
 
+#include "common/cp_async.cuh"
+#include "common/dependent_launch.cuh"
+#include "common/fast_math.cuh"
+#include "common/mma_sm80.cuh"
+#include "common/shared_memory.cuh"
 #include "core/mask_bounds.hpp"
 #include "decode/decode.hpp"
-#include "flash/flash_fwd_kernel.cuh"  // the PTX wrappers (cp.async, ldmatrix, mma.sync, ex2)
 
 namespace attnprof::kernels::decode {
-
-using flash::cp_async_16_zfill;
-using flash::cp_async_commit;
-using flash::cp_async_wait;
-using flash::exp2_approx;
-using flash::ldmatrix_x4;
-using flash::ldmatrix_x4_trans;
-using flash::mma_16816;
-using flash::pack2;
-using flash::shared_address;
 
 template <typename Element_, int kHeadDim_, int kStages_>
 struct DecodeTraits {
@@ -106,7 +100,7 @@ __device__ __forceinline__ void copy_key_tile(const DecodeParams& p, uint32_t st
   const auto* k = static_cast<const Element*>(p.k) + rows.first;
   const auto* v = static_cast<const Element*>(p.v) + rows.first;
   // Each K/V byte is read once: evict-first keeps the stream from displacing what is reused.
-  const uint64_t policy = flash::l2_evict_first_policy();
+  const uint64_t policy = l2_evict_first_policy();
 #pragma unroll
   for (int pass = 0; pass < kPasses; ++pass) {
     const int index = pass * 32 + lane;
@@ -126,9 +120,9 @@ __device__ __forceinline__ void copy_key_tile(const DecodeParams& p, uint32_t st
 // its own keys have landed, block i asks L2 for the first kDecodePrefetchKeys visible keys of K
 // and V of block i + wave_blocks (blocks start in index order, so that one takes the slot freed
 // next), and the drain loads them. Dense caches only (one contiguous run per K/V head and
-// sequence); a hint that changes no result. docs/perf/NOTES.md, session 43: at 64 sequences x 8
-// K/V heads x 4096 keys on the H100, 0.45%, 0.75% and 0.9% less time with 64, 128 and 256 keys;
-// 128 keys issued at the block's start instead, 0.2%.
+// sequence); a hint that changes no result. Measured 2026-12-07 on an H100 80GB HBM3, CUDA 13.0
+// (docs/perf/NOTES.md): at 64 sequences x 8 K/V heads x 4096 keys, 0.45%, 0.75% and 0.9% less time
+// with 64, 128 and 256 keys; 128 keys issued at the block's start instead, 0.2%.
 inline constexpr int kDecodePrefetchKeys = 256;
 
 template <typename Traits>
@@ -316,11 +310,9 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     }
   }
   cp_async_wait<0>();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Split: the combine kernel may be scheduled once every block is here (it waits for our writes
   // itself); not earlier, so that its blocks do not sit waiting through the keys' whole stream.
-  if constexpr (kSplit) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  if constexpr (kSplit) griddepcontrol_launch_dependents();
   if constexpr (!kSplit) {
     if (tid == 0) prefetch_next_wave<Traits>(p);  // warp 0's keys are in; the others' nearly
   }
@@ -423,9 +415,7 @@ __global__ void __launch_bounds__(kCombineThreads) flash_decode_combine_kernel(c
   constexpr int kPerLane = kHeadDim / 32;
   __shared__ float weights[kDecodeMaxSplits];
   __shared__ float partial[kCombineWarps][kHeadDim];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
+  griddepcontrol_wait();
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
   const int warp = tid >> 5;

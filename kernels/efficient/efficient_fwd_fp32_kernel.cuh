@@ -22,7 +22,7 @@ __device__ __forceinline__ void load_fp32_tile(std::uint32_t tile, const float* 
     const int idx = it * Tr::kThreads + tid;
     const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
     const bool inside = row < rows_valid && chunk < chunks_valid;
-    cp_async_16(tile + (row * Tr::kLd + chunk * 4) * 4, inside ? src + row * ld + chunk * 4 : src, inside ? 16 : 0);
+    cp_async_16_zfill(tile + (row * Tr::kLd + chunk * 4) * 4, inside ? src + row * ld + chunk * 4 : src, inside);
   }
 }
 
@@ -40,7 +40,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
   const float* k = static_cast<const float*>(p.k) + seq.kv_offset;
   const float* v = static_cast<const float*>(p.v) + seq.kv_offset;
 
-  const std::uint32_t s_q = smem_address(smem);
+  const std::uint32_t s_q = shared_address(smem);
   const std::uint32_t s_k = s_q + Tr::kKOffset, s_v = s_q + Tr::kVOffset, s_p = s_q + Tr::kPOffset;
 
   // Only the key tiles some row of the block sees (core/mask_bounds.hpp); none when no row
@@ -108,7 +108,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
 
       const float new_max = fmaxf(row_max[r], tile_max[r]);
       const float base = new_max == -INFINITY ? 0.f : new_max;
-      const float rescale = fast_exp2(row_max[r] - base);
+      const float rescale = exp2_approx(row_max[r] - base);
       row_max[r] = new_max;
       row_sum[r] *= rescale;
 #pragma unroll
@@ -117,7 +117,7 @@ __device__ __forceinline__ void forward_block_fp32(const ForwardParams& p, const
       }
 #pragma unroll
       for (int i = 0; i < kKeysPerThread; ++i) {
-        const float prob = fast_exp2(s[r][i] - base);
+        const float prob = exp2_approx(s[r][i] - base);
         row_sum[r] += prob;
         st_shared_f32(s_p + ((lane_group + 32 * r) * Tr::kPLd + col + 8 * i) * 4, prob);
       }

@@ -36,7 +36,7 @@ __device__ __forceinline__ void load_tile(std::uint32_t tile, const T* src, int 
     const int idx = it * kThreads + tid;
     const int row = idx / kChunks, chunk = idx % kChunks;
     const bool inside = row < rows_valid && chunk < chunks_valid;
-    cp_async_16(tile + swizzled<kChunks>(row, chunk), inside ? src + row * ld + chunk * 8 : src, inside ? 16 : 0);
+    cp_async_16_zfill(tile + swizzled<kChunks>(row, chunk), inside ? src + row * ld + chunk * 8 : src, inside);
   }
 }
 
@@ -148,7 +148,7 @@ __device__ __forceinline__ void attend_tile(const ForwardParams& p, const MmaThr
   for (int r = 0; r < 2; ++r) {
     const float new_max = fmaxf(row_max[r], tile_max[r]);
     row_base[r] = new_max == -INFINITY ? 0.f : new_max;
-    const float rescale = fast_exp2(row_max[r] - row_base[r]);
+    const float rescale = exp2_approx(row_max[r] - row_base[r]);
     row_max[r] = new_max;
     row_sum[r] *= rescale;
 #pragma unroll
@@ -160,7 +160,7 @@ __device__ __forceinline__ void attend_tile(const ForwardParams& p, const MmaThr
 #pragma unroll
   for (int nb = 0; nb < kNB; ++nb) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) s[nb][i] = fast_exp2(s[nb][i] - row_base[i >> 1]);
+    for (int i = 0; i < 4; ++i) s[nb][i] = exp2_approx(s[nb][i] - row_base[i >> 1]);
     row_sum[0] += s[nb][0] + s[nb][1];
     row_sum[1] += s[nb][2] + s[nb][3];
   }
@@ -269,8 +269,8 @@ __device__ __forceinline__ void combine_key_half(const ForwardParams& p, const M
     // when neither saw a key (a window, bottom-right), base 0 keeps both weights 0, not NaN.
     const float max = fmaxf(row_max[r], other_max);
     const float base = max == -INFINITY ? 0.f : max;
-    mine[r] = fast_exp2(row_max[r] - base);
-    theirs[r] = fast_exp2(other_max - base);
+    mine[r] = exp2_approx(row_max[r] - base);
+    theirs[r] = exp2_approx(other_max - base);
     const float sum = row_sum[r] * mine[r] + other_sum * theirs[r];
     inv_sum[r] = sum > 0.f ? 1.f / sum : 0.f;
     if (kOwn == 0 && p.lse != nullptr && (t.lane & 3) == 0 && t.row0 + 8 * r < p.seq_q)
@@ -307,7 +307,7 @@ __device__ __forceinline__ void forward_block(const ForwardParams& p, const Sequ
   const T* k = static_cast<const T*>(p.k) + seq.kv_offset;
   const T* v = static_cast<const T*>(p.v) + seq.kv_offset;
 
-  const std::uint32_t s_q = smem_address(smem);
+  const std::uint32_t s_q = shared_address(smem);
   const std::uint32_t s_k = s_q + Tr::kKOffset, s_v = s_q + Tr::kVOffset, s_p = s_q + Tr::kPOffset;
   const std::uint32_t s_stats = s_q + Tr::kStatsOffset;
 

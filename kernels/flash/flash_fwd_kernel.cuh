@@ -23,113 +23,17 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
+#include "common/cp_async.cuh"
+#include "common/fast_math.cuh"
+#include "common/mma_sm80.cuh"
+#include "common/shared_memory.cuh"
 #include "core/mask_bounds.hpp"
 #include "core/types.hpp"
 #include "flash/flash.hpp"
 #include "flash/kernel_traits.cuh"
 
 namespace attnprof::kernels::flash {
-
-// ---------------------------------------------------------------------------------------------
-// PTX wrappers
-
-__device__ __forceinline__ uint32_t shared_address(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
-// 16 bytes global -> shared, bypassing L1.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-
-// As cp_async_16, but when !valid no global byte is read (src-size 0) and the 16 shared bytes
-// are zero-filled, so the tails of Q/K/V tiles hold zeros, never garbage.
-__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, bool valid) {
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-
-// An L2 cache policy that marks every line it touches evict-first: for data read exactly once
-// (a decode kernel's K/V stream), so it leaves L2 before anything that is read again. Not
-// volatile: the policy is a pure value, so the compiler may build it once and keep it.
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-
-// As cp_async_16_zfill, with an L2 cache policy from l2_evict_first_policy().
-__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, bool valid, uint64_t policy) {
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes), "l"(policy)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Waits until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-// Four 8x8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j, and register j of
-// lane t receives row t/4, columns 2(t%4), 2(t%4)+1 of matrix j.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// As ldmatrix_x4, transposed: register j of lane t receives rows 2(t%4), 2(t%4)+1, column t/4.
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// d += a * b for one m16n8k16 tile, fp32 accumulation.
-template <typename Element>
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<Element, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// MUFU.EX2 directly; exp2(-inf) = +0, which is what masked scores need.
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Two floats -> one register of two 16-bit values, `low` in bits 0..15 (the fragment order).
-template <typename Element>
-__device__ __forceinline__ uint32_t pack2(float low, float high) {
-  uint32_t bits;
-  if constexpr (std::is_same_v<Element, __nv_bfloat16>) {
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-    bits = *reinterpret_cast<const uint32_t*>(&pair);
-  } else {
-    const __half2 pair = __floats2half2_rn(low, high);
-    bits = *reinterpret_cast<const uint32_t*>(&pair);
-  }
-  return bits;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Register economy

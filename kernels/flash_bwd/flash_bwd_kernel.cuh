@@ -31,22 +31,17 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/cp_async.cuh"
+#include "common/dependent_launch.cuh"
+#include "common/fast_math.cuh"
+#include "common/global_atomics.cuh"
 #include "common/log2e.hpp"
+#include "common/mma_sm80.cuh"
+#include "common/shared_memory.cuh"
 #include "core/mask_bounds.hpp"
-#include "flash/flash_fwd_kernel.cuh"  // the PTX wrappers (cp.async, ldmatrix, mma.sync, ex2)
 #include "flash_bwd/flash_bwd.hpp"
 
 namespace attnprof::kernels::flash_bwd {
-
-using flash::cp_async_16_zfill;
-using flash::cp_async_commit;
-using flash::cp_async_wait;
-using flash::exp2_approx;
-using flash::ldmatrix_x4;
-using flash::ldmatrix_x4_trans;
-using flash::mma_16816;
-using flash::pack2;
-using flash::shared_address;
 
 // Four floats as four elements of the input's type, for one 8-byte store (dQ out of its fp32
 // accumulator).
@@ -233,8 +228,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
         const bool ok = r < valid;
         const float* src = (i < kBlockM ? p.lse_log2 : p.d_sum) + (ok ? row_base + r : 0);
         const uint32_t dst = base + (i < kBlockM ? Traits::kLse : Traits::kDsum) + (stage * kBlockM + r) * 4;
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0)
-                     : "memory");
+        cp_async_4_zfill(dst, src, ok);
       }
     }
   };
@@ -372,8 +366,8 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
                 ds_packed[nt] = pack2<Element>(grad[0], grad[1]);
               } else {
                 const uint32_t at = swizzled<kPRowBytes>(0, r, wn * kNT + nt) + 4 * t;
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_tile + at), "r"(pack2<Element>(prob[0], prob[1])));
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + at), "r"(pack2<Element>(grad[0], grad[1])));
+                st_shared_b32(p_tile + at, pack2<Element>(prob[0], prob[1]));
+                st_shared_b32(ds_tile + at, pack2<Element>(grad[0], grad[1]));
               }
             }
             if constexpr (kStoreMatrix) {
@@ -383,12 +377,10 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
               for (int n4 = 0; n4 < kNT / 4; ++n4) {
                 const uint32_t at = swizzled<kPRowBytes>(0, wm * 32 + mt * 16 + 8 * half + (lane & 7),
                                                          wn * kNT + 4 * n4 + (lane >> 3));
-                asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(p_tile + at),
-                             "r"(p_packed[4 * n4]), "r"(p_packed[4 * n4 + 1]), "r"(p_packed[4 * n4 + 2]),
-                             "r"(p_packed[4 * n4 + 3]));
-                asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(ds_tile + at),
-                             "r"(ds_packed[4 * n4]), "r"(ds_packed[4 * n4 + 1]), "r"(ds_packed[4 * n4 + 2]),
-                             "r"(ds_packed[4 * n4 + 3]));
+                stmatrix_x4(p_tile + at, p_packed[4 * n4], p_packed[4 * n4 + 1], p_packed[4 * n4 + 2],
+                            p_packed[4 * n4 + 3]);
+                stmatrix_x4(ds_tile + at, ds_packed[4 * n4], ds_packed[4 * n4 + 1], ds_packed[4 * n4 + 2],
+                            ds_packed[4 * n4 + 3]);
               }
             }
           }
@@ -478,14 +470,7 @@ __device__ __forceinline__ void dq_dk_dv_block(const FlashBwdParams& p, [[maybe_
           float* dst = p.dq_accum + (row_base + query) * kHeadDim + dq0 * 8 + 2 * t;
 #pragma unroll
           for (int dt = 0; dt < kDqTiles; ++dt) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + dt * 8), "f"(dq[mt][dt][2 * half]),
-                         "f"(dq[mt][dt][2 * half + 1])
-                         : "memory");
-#else
-            atomicAdd(dst + dt * 8, dq[mt][dt][2 * half]);
-            atomicAdd(dst + dt * 8 + 1, dq[mt][dt][2 * half + 1]);
-#endif
+            red_add_f32x2(dst + dt * 8, dq[mt][dt][2 * half], dq[mt][dt][2 * half + 1]);
           }
         }
     };
@@ -579,11 +564,9 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_kernel(co
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // cp.async, bf16 mma.sync and ldmatrix need sm_80
 #else
-#if __CUDA_ARCH__ >= 900
   // The tail kernel (a programmatic dependent launch) may start once every block of this grid has
   // started: its blocks take the SMs this grid's last blocks leave.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  griddepcontrol_launch_dependents();
   // Blocks from p.tail.first_block on (grid order: key blocks fastest) are the tail kernel's.
   if (p.tail.blocks > 0 &&
       static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) >= p.tail.first_block)
@@ -679,7 +662,7 @@ __global__ void __launch_bounds__(Traits::kThreads) flash_bwd_dq_dk_dv_tail_kern
     dq_dk_dv_block<Traits, true>(p, part);
     s = block_start + part.walk_end;
   }
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  griddepcontrol_wait();
 #endif
 }
 

@@ -30,9 +30,13 @@
 
 #include <cstdint>
 
+#include "common/cp_async.cuh"
+#include "common/fast_math.cuh"
+#include "common/global_atomics.cuh"
+#include "common/shared_memory.cuh"
 #include "core/mask_bounds.hpp"
 #include "flash_bwd/flash_bwd_order.hpp"
-#include "flash_hopper/flash_hopper_kernel.cuh"  // fast_exp2, pack2
+#include "flash_hopper/flash_hopper_kernel.cuh"  // HopperProblem
 #include "flash_hopper/hopper_ptx.cuh"
 #include "flash_hopper/wgmma_ops.cuh"
 
@@ -97,7 +101,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
   constexpr int kBlockM = Traits::kBlockM;
   constexpr int kBlockN = Traits::kBlockN;
   extern __shared__ unsigned char smem_raw[];
-  const uint32_t raw = smem_address(smem_raw);
+  const uint32_t raw = shared_address(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   unsigned char* smem = smem_raw + (base - raw);
   const int tid = static_cast<int>(threadIdx.x);
@@ -153,7 +157,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
       const float* src =
           (tid < kBlockM ? p.lse_log2 : p.d_sum) + (ok ? static_cast<int64_t>(bh) * p.problem.seq_q + row0 + r : 0);
       const uint32_t dst = base + (tid < kBlockM ? Traits::kOffLse : Traits::kOffDsum) + (stage * kBlockM + r) * 4;
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
+      cp_async_4_zfill(dst, src, ok);
     }
   };
 
@@ -218,8 +222,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
     }
     load_next(0);
     if (steps > 1) load_next(1);
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    cp_async_commit();
+    cp_async_wait_all();
     __syncthreads();  // steps 0 and 1's lse and D for every thread
     mbarrier_wait(bar_kv, 0);
   }
@@ -254,7 +258,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float& x = s[4 * j + e];
-        x = fast_exp2(fmaf(x, p.problem.scale_log2, -((e & 1) ? lse.y : lse.x)));
+        x = exp2_approx(fmaf(x, p.problem.scale_log2, -((e & 1) ? lse.y : lse.x)));
         if (!whole) {
           const int key = key0 + key_local + 8 * (e >> 1);
           const int query = row0 + 8 * j + 2 * t + (e & 1);
@@ -289,7 +293,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
         const int key = key_local + 8 * hh;
         const uint32_t at = ds_tile + key * 128 + ((j ^ (key & 7)) << 4) + 4 * t;
         // (j, hh) is A fragment register r = hh + 2 (j % 2) of k16 step j / 2.
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(dsa[j / 2][hh + 2 * (j % 2)]) : "memory");
+        st_shared_b32(at, dsa[j / 2][hh + 2 * (j % 2)]);
       }
     fence_proxy_async_shared();
 
@@ -310,10 +314,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
     // Both warpgroups' dS^T are in shared memory, both are past the step before (its tiles' stage
     // is free: the step two ahead loads into it), and the next step's lse and D (this thread's
     // copies waited for here) are visible after the barrier.
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    cp_async_wait_all();
     named_barrier_sync(1, Traits::kThreads);
     if (step + 2 < steps) load_next(step + 2);
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    cp_async_commit();
 
     // dQ = dS K.
     float dq[32];
@@ -342,12 +346,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_bwd_kernel(c
       float* dst = p.dq_accum + (row_base + query) * kHeadDim + wg * Traits::kDqCols + 2 * t;
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst + 8 * j), "f"(dq[4 * j + 2 * hh]),
-                     "f"(dq[4 * j + 2 * hh + 1])
-                     : "memory");
+        red_add_f32x2(dst + 8 * j, dq[4 * j + 2 * hh], dq[4 * j + 2 * hh + 1]);
     }
   }
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  cp_async_wait_all();
 
   // dK and dV of the block's keys: rows key_local (+ 8), columns 8 j + 2 t.
   const int64_t kv_offset = (static_cast<int64_t>(bh_kv) * p.problem.seq_kv + key0) * kHeadDim;

@@ -28,6 +28,8 @@
 
 #include <cstdint>
 
+#include "common/fast_math.cuh"
+#include "common/shared_memory.cuh"
 #include "core/mask_bounds.hpp"
 #include "flash_hopper/hopper_ptx.cuh"
 #include "flash_hopper/register_budget.hpp"
@@ -89,25 +91,6 @@ struct HopperKernelParams {
   HopperProblem problem;
   int work_tiles = 0;  // query tiles x heads x batch
 };
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-template <typename Element>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  const __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 
 template <typename Traits>
 struct Barriers {
@@ -316,7 +299,7 @@ struct ConsumerSteps {
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // A row with every key so far masked keeps max -inf; subtracting 0 then gives exp2(-inf) = 0.
       const float max_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;
-      correction[h] = fast_exp2(row_max[h] * scale_log2 - max_scaled);
+      correction[h] = exp2_approx(row_max[h] * scale_log2 - max_scaled);
       row_max[h] = mx;
       float sum = 0.f;
 #pragma unroll
@@ -324,7 +307,7 @@ struct ConsumerSteps {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& x = s_acc[4 * j + 2 * h + e];
-          x = fast_exp2(fmaf(x, scale_log2, -max_scaled));
+          x = exp2_approx(fmaf(x, scale_log2, -max_scaled));
           sum += x;
         }
       row_sum[h] = row_sum[h] * correction[h] + sum;
@@ -536,7 +519,7 @@ template <typename Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1) flash_hopper_fwd_kernel(const __grid_constant__ HopperKernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
-  const uint32_t raw = smem_address(smem_raw);
+  const uint32_t raw = shared_address(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   const Barriers<Traits> bars{base + Traits::kOffBarriers};
   const int m_blocks = (p.problem.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;

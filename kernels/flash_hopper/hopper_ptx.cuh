@@ -1,5 +1,6 @@
-// PTX wrappers for the Hopper forward (sm_90a): mbarriers, TMA tile loads, wgmma fences and
-// shared-memory matrix descriptors, register reallocation. Only compiled where
+// PTX wrappers that only the Hopper kernels use (sm_90a): mbarriers, TMA tile loads, wgmma fences
+// and shared-memory matrix descriptors, register reallocation, named barriers. The generic ones
+// (shared addresses, cp.async, exp2, packing) come from kernels/common. Only compiled where
 // __CUDA_ARCH_FEAT_SM90_ALL is defined (the flash_hopper target builds for sm_90a).
 #pragma once
 
@@ -8,10 +9,6 @@
 #include <cstdint>
 
 namespace attnprof::kernels::hopper {
-
-__device__ __forceinline__ uint32_t smem_address(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
 
 // ---------------------------------------------------------------------------------------------
 // mbarriers (one 8-byte word each in shared memory)
@@ -51,8 +48,8 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
 
 // The same, but a thread whose phase has not completed sleeps (up to kSuspendNs, a hint) until it
 // does instead of returning at once: for waits that are often long (the producer's empty slots),
-// where polling takes issue slots from the consumer warps on the same sub-partition (measured:
-// level to -0.6%, docs/perf/NOTES.md, session 34).
+// where polling takes issue slots from the consumer warps on the same sub-partition (measured
+// 2026-12-06 on an H100 80GB HBM3, CUDA 13.0: level to -0.6%, docs/perf/NOTES.md).
 __device__ __forceinline__ void mbarrier_wait_sleep(uint32_t bar, uint32_t parity) {
   constexpr uint32_t kSuspendNs = 20000;
   uint32_t done = 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's SDPA backends on the decode shapes of docs/perf/NOTES.md ("Decode, paged caches and ragged batches"), for the side-by-side
-with attnprof_decode_bench in the same device call: bf16, enable_gqa=True, median of CUDA-event
+with attnprof_decode_bench in the same run on the same card: bf16, enable_gqa=True, median of CUDA-event
 timed calls, GB/s counting Q, K, V read once and O written once.
 Usage: decode_torch.py [--backends flash,cudnn,efficient] [B,H,HKV,SQ,SKV,D ...] (default: the three
 shapes of issue 19)."""
