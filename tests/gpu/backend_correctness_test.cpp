@@ -369,7 +369,8 @@ TEST(WorkloadCorrectness, BackendsRejectWhatTheyCannotRunWithAReason) {
   // heads not a multiple of heads_kv: everyone.
   for (const BackendInfo& info : backend_registry())
     EXPECT_NE(reason(info.name, workload({1, 8, 17, 17}, 3, 64, DType::bf16, full)), "") << info.name;
-  // cudnn (cuDNN 9.10.2 and newer; the lent H200 has 9.14 and 9.19): GQA, windows and
+  // cudnn (cuDNN 9.10.2 and newer; the H100 and H200 machines of 2026-12 had 9.14 as the system
+  // library and 9.19 in PyTorch's wheel): GQA, windows and
   // bottom-right bands run with seq_q <= seq_kv; rows that see no key, and left-bounded or
   // bottom-right bands with seq_q > seq_kv, are outside cuDNN's support (gpu_cudnn_test checks
   // the rules version by version).

@@ -29,7 +29,7 @@ namespace {
 
 std::filesystem::path self_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }
 
-// The build tree may have moved (the lent machine runs a copy): look beside this test first.
+// The build tree may have moved (a GPU machine may run a copy of it): look beside this test first.
 std::filesystem::path attnprof_binary() {
   const std::filesystem::path near = self_dir() / ".." / "app" / "attnprof";
   return std::filesystem::exists(near) ? near : std::filesystem::path(ATTNPROF_BINARY);
