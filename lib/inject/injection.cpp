@@ -158,8 +158,9 @@ void flush_outputs(const char* why) {
     for (CaseSummary& c : summary.cases) c.device = summary.device.id;  // the device its work is judged on
     // `attnprof profile --trace-format` says how the trace is stored (json.gz: gzip while writing).
     const char* format_name = std::getenv("ATTNPROF_TRACE_FORMAT");
-    const trace::TraceFormat format =
-        format_name != nullptr ? trace::parse_trace_format(format_name).value_or(trace::TraceFormat::json) : trace::TraceFormat::json;
+    const trace::TraceFormat format = format_name != nullptr
+                                          ? trace::parse_trace_format(format_name).value_or(trace::TraceFormat::json)
+                                          : trace::TraceFormat::json;
     std::filesystem::path trace_path = s->out_dir / trace::process_output_name("trace", info.pid, info.rank);
     if (format == trace::TraceFormat::json_gz) trace_path += ".gz";
     const std::filesystem::path summary_path = s->out_dir / trace::process_output_name("summary", info.pid, info.rank);
