@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   // The choices as every help text lists them (a, b or c), from their tables.
   const std::string summary_formats = choice_list(output_format_names());
   const std::string trace_formats = choice_list(trace::kTraceFormatNames);
+  const std::string findings_help =
+      "which findings the table and md print, ranked by the share of their case's time they explain: default (costs "
+      "of at least 3%, facts about the dominant kernel, results that differ), all, or top N; summary.json keeps all";
   app.footer(
       "Exit codes: 0 ok, 1 check found a regression or surprise, 2 usage or config error (an unreadable\n"
       "            input or unwritable output included), 3 some cases failed (the others ran and were\n"
@@ -73,6 +76,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(trace::kTraceFormatNames));
   run_cmd->add_option("--html", run.html_path, "also write a self-contained HTML report with plots here");
   run_cmd->add_flag("--wide", run.wide, "the table with every detail column (wider than 120 columns)");
+  run_cmd->add_option("--findings", run.findings, findings_help)->expected(1, 2);
   run_cmd->add_option("--format,-f", run.format, "summary format on stdout: " + summary_formats)
       ->check(CLI::IsMember(output_format_names()));
   run_cmd->add_option("--metrics", run.metrics,
@@ -127,13 +131,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(output_format_names(RenderedReport::check)));
 
   ReportRequest report;
-  CLI::App* report_cmd = app.add_subcommand("report", "rebuild the summary from a saved trace (attnprof's or Kineto's)");
-  report_cmd->add_option("trace", report.trace_path, "trace.json")->required();
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "rebuild the summary from a saved trace (attnprof's or Kineto's), or analyse a saved summary.json again");
+  report_cmd->add_option("trace", report.trace_path,
+                         "trace.json[.gz], or a *summary.json[.gz] whose findings this version computes again")
+      ->required();
   report_cmd->add_option("--format,-f", report.format, summary_formats)
       ->check(CLI::IsMember(output_format_names()));
   report_cmd->add_option("--out,-o", report.summary_out, "also write the rebuilt summary.json here");
   report_cmd->add_option("--html", report.html_path, "also write a self-contained HTML report with plots here");
   report_cmd->add_flag("--wide", report.wide, "the table with every detail column (wider than 120 columns)");
+  report_cmd->add_option("--findings", report.findings, findings_help)->expected(1, 2);
 
   ProfileRequest profile;
   CLI::App* profile_cmd = app.add_subcommand("profile", "profile any CUDA program (PyTorch included) through CUPTI injection");

@@ -121,7 +121,7 @@ std::string progress_result(const CaseSummary& c) {
 
 void print_outputs(const RunRequest& r, const RunSummary& summary, OutputFormat format,
                    const std::filesystem::path& trace, const std::filesystem::path& summary_path) {
-  std::cout << render_summary(summary, format, {.wide = r.wide});
+  std::cout << render_summary(summary, format, {.wide = r.wide, .findings = findings_view_named(r.findings)});
   std::string also;
   if (!r.html_path.empty()) {
     write_text_atomically(r.html_path, render_html_report(summary));
@@ -203,6 +203,7 @@ int run_command(const RunRequest& r, const std::atomic<bool>* interrupted) {
   }
   const std::vector<std::string> backends = expand_backend_names(r.backends.empty() ? config.backends : r.backends);
   const OutputFormat format = output_format_named(r.format);
+  findings_view_named(r.findings);  // a bad --findings is a usage error before any GPU work
   // A malformed --devices is a usage error (2) whether or not this machine has a GPU (4).
   if (!r.devices.empty() && r.devices != "all") parse_device_list(r.devices, std::nullopt);
   if (r.dry_run) {

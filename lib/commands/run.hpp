@@ -27,6 +27,7 @@ struct RunRequest {
   std::vector<std::string> passes;  // --passes forward,backward: instead of the config's "passes"
   std::string format{to_string(OutputFormat::table)};
   bool wide = false;
+  std::vector<std::string> findings;  // --findings: all, default, top N (summary/finding_groups.hpp)
   std::string trace_format;        // empty: the config's
   std::string html_path;           // also write the HTML report here
   std::vector<std::string> metrics;

@@ -1,5 +1,7 @@
 #include "html/html_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -64,6 +66,10 @@ li.finding-group:last-child { border-bottom: none; }
 .kind { display: inline-block; font-size: 11px; font-weight: 700; text-transform: uppercase; letter-spacing: .05em;
         color: var(--accent); margin-right: 8px; }
 .subject { font-weight: 600; }
+.stake { display: inline-block; font-size: 12px; font-weight: 700; font-variant-numeric: tabular-nums; min-width: 72px;
+         margin-right: 8px; }
+details.folded { margin-top: 12px; }
+details.folded summary { cursor: pointer; color: var(--muted); margin-bottom: 8px; }
 .message { margin-top: 2px; }
 .chips { margin-top: 6px; display: flex; flex-wrap: wrap; gap: 4px; }
 .chip { background: var(--soft); border-radius: 4px; padding: 0 6px; font-size: 12px; color: var(--muted); }
@@ -208,41 +214,69 @@ std::string case_table(const RunSummary& s) {
   return out + "</section>\n";
 }
 
-std::string findings_section(const RunSummary& s) {
-  const std::vector<FindingGroup> groups = group_findings(s);
+std::string surprises_html(const RunSummary& s) {
   std::size_t surprises = 0;
   for (const CaseSummary& c : s.cases) surprises += c.surprises.size();
-  std::string out = fmt::format("<section id=\"findings\">\n<h2>Findings <span class=\"count\">{} distinct, each once with "
-                                "the cases it applies to</span></h2>\n",
-                                groups.size());
-  if (groups.empty()) out += "<p class=\"muted\">No findings.</p>\n";
-  else out += "<ul class=\"plain card findings\">\n";
-  for (const FindingGroup& g : groups) {
-    out += fmt::format("<li class=\"finding-group\" data-kind=\"{}\" data-cases=\"{}\">", escape_html(g.kind), g.cases.size());
-    out += fmt::format("<span class=\"kind\">{}</span><span class=\"subject\">{}</span>", escape_html(finding_kind_title(g.kind)),
-                       escape_html(finding_group_subject(g, s)));
-    out += fmt::format("<p class=\"message\">{}</p>", escape_html(g.message));
-    if (g.cases.size() > 1) {
-      out += "<div class=\"chips\">";
-      for (std::size_t c : g.cases) out += fmt::format("<span class=\"chip\">{}</span>", escape_html(s.cases[c].label));
-      out += "</div>";
-    }
-    out += "</li>\n";
-  }
-  if (!groups.empty()) out += "</ul>\n";
+  if (surprises == 0) return "";
+  std::string out =
+      "<h3 style=\"margin:0 0 8px\">Surprises: your guesses the trace contradicts</h3>\n<div class=\"card table-wrap\">"
+      "<table class=\"surprises\"><thead><tr><th>case</th><th>field</th><th class=\"num\">expected</th>"
+      "<th class=\"num\">trace shows</th><th>expectation</th></tr></thead>\n<tbody>\n";
+  for (const CaseSummary& c : s.cases)
+    for (const Surprise& x : c.surprises)
+      out += fmt::format("<tr class=\"surprise\"><td class=\"label\">{}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td>"
+                         "<td class=\"num\">{}</td><td><span class=\"mono\">{}</span>{}</td></tr>\n",
+                         escape_html(c.label), escape_html(x.field), escape_html(x.expected), escape_html(x.observed),
+                         escape_html(x.expectation),
+                         x.note.empty() ? "" : "<span class=\"detail\">" + escape_html(x.note) + "</span>");
+  return out + "</tbody></table></div>\n";
+}
 
-  if (surprises > 0) {
-    out += "<h3 style=\"margin:18px 0 8px\">Surprises: your guesses the trace contradicts</h3>\n<div class=\"card table-wrap\">"
-           "<table class=\"surprises\"><thead><tr><th>case</th><th>field</th><th class=\"num\">expected</th>"
-           "<th class=\"num\">trace shows</th><th>expectation</th></tr></thead>\n<tbody>\n";
-    for (const CaseSummary& c : s.cases)
-      for (const Surprise& x : c.surprises)
-        out += fmt::format("<tr class=\"surprise\"><td class=\"label\">{}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td>"
-                           "<td class=\"num\">{}</td><td><span class=\"mono\">{}</span>{}</td></tr>\n",
-                           escape_html(c.label), escape_html(x.field), escape_html(x.expected), escape_html(x.observed),
-                           escape_html(x.expectation),
-                           x.note.empty() ? "" : "<span class=\"detail\">" + escape_html(x.note) + "</span>");
-    out += "</tbody></table></div>\n";
+std::string finding_group_html(const FindingGroup& g, const RunSummary& s) {
+  std::string out = fmt::format("<li class=\"finding-group\" data-kind=\"{}\" data-cases=\"{}\" data-stake=\"{:.2f}\">",
+                                escape_html(g.kind), g.cases.size(), g.lead().share_percent);
+  const std::string stake = stake_text(g.lead());
+  if (!stake.empty()) out += fmt::format("<span class=\"stake\">{}</span>", escape_html(stake));
+  out += fmt::format("<span class=\"kind\">{}</span><span class=\"subject\">{}</span>", escape_html(finding_kind_title(g.kind)),
+                     escape_html(finding_group_subject(g, s)));
+  out += fmt::format("<p class=\"message\">{}</p>", escape_html(g.message));
+  if (g.cases.size() > 1) {
+    // Each case with its own figure, the most at stake first.
+    out += "<div class=\"chips\">";
+    for (std::size_t i = 0; i < g.cases.size(); ++i) {
+      const std::string figure = stake.empty() || g.lead().basis == StakeBasis::correctness
+                                     ? ""
+                                     : " " + escape_html(stake_text(g.stakes[i]));
+      out += fmt::format("<span class=\"chip\">{}{}</span>", escape_html(s.cases[g.cases[i]].label), figure);
+    }
+    out += "</div>";
+  }
+  return out + "</li>\n";
+}
+
+// Surprises first, then the findings ranked by what is at stake (finding_groups.hpp); those the
+// terminal folds by default are in a closed <details> below.
+std::string findings_section(const RunSummary& s) {
+  const std::vector<FindingGroup> ranked = rank_findings(s);
+  const std::size_t total = ranked.size();
+  const SelectedFindings shown = select_findings(ranked, {});
+  const SelectedFindings all = select_findings(ranked, {FindingsView::Mode::all, 0});
+  std::string out = fmt::format("<section id=\"findings\">\n<h2>Findings <span class=\"count\">{} kinds, ranked by the "
+                                "share of their case's time they explain</span></h2>\n",
+                                total);
+  out += surprises_html(s);
+  if (total == 0) return out + "<p class=\"muted\">No findings.</p>\n</section>\n";
+  out += "<ul class=\"plain card findings\">\n";
+  for (const FindingGroup& g : shown.shown) out += finding_group_html(g, s);
+  out += "</ul>\n";
+  if (shown.folded_groups > 0) {
+    out += fmt::format("<details class=\"folded\"><summary>{} more kind(s) of finding ({} in all) that explain less "
+                       "than {:.0f}% of their case's time</summary>\n<ul class=\"plain card findings\">\n",
+                       shown.folded_groups, shown.folded_findings, kShownSharePercent);
+    for (const FindingGroup& g : all.shown)
+      if (std::none_of(shown.shown.begin(), shown.shown.end(), [&](const FindingGroup& x) { return x.kind == g.kind; }))
+        out += finding_group_html(g, s);
+    out += "</ul></details>\n";
   }
   return out + "</section>\n";
 }

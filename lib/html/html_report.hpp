@@ -12,7 +12,8 @@
 //     occupancy  drawn only when some kernel has an achieved occupancy: a <g class="bar-group"> per
 //                case, a <g class="bar-row"> per such kernel, a mark for its achieved and one for its
 //                theoretical occupancy
-//   <li class="finding-group"> per group of findings (summary/finding_groups.hpp).
+//   <li class="finding-group" data-kind data-cases data-stake> per kind of finding, ranked
+//   (summary/finding_groups.hpp); those folded by default inside <details class="folded">.
 #pragma once
 
 #include <optional>

@@ -31,6 +31,17 @@ std::string half_type_in(const std::string& name) {
   return "";
 }
 
+// The GPU time of kernels whose lower-cased name holds one of `needles`, per iteration.
+double kernels_us(const CaseSummary& c, std::initializer_list<const char*> needles) {
+  double us = 0;
+  for (const KernelSummary& k : c.kernels) {
+    const std::string name = lower(k.name);
+    if (std::any_of(needles.begin(), needles.end(), [&](const char* n) { return contains(name, n); }))
+      us += k.gpu_us_per_iter;
+  }
+  return us;
+}
+
 void memory_findings(CaseSummary& c) {
   for (const MemoryOpSummary& op : c.memory_ops) {
     if (op.per_iter <= 0) continue;
@@ -41,18 +52,20 @@ void memory_findings(CaseSummary& c) {
          fmt::format("{} {} per iteration moving {:.0f} bytes, issued by {}: {} inside the timed loop", count_text(op.per_iter),
                      op.what, op.bytes_per_iter, op.launch_api.empty() ? "an unknown API call" : op.launch_api,
                      is_memset ? "a fill" : "a copy"),
-         {{"what", op.what}, {"per_iter", op.per_iter}, {"bytes_per_iter", op.bytes_per_iter}, {"launch_api", op.launch_api}}});
+         {{"what", op.what}, {"per_iter", op.per_iter}, {"bytes_per_iter", op.bytes_per_iter}, {"launch_api", op.launch_api}},
+         gpu_time_cost(c, op.gpu_us_per_iter, op.bytes_per_iter)});
   }
 }
 
 void conversion_findings(CaseSummary& c) {
-  double up = 0, down = 0;
+  double up = 0, down = 0, us = 0;
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelSummary& k : c.kernels) {
     const std::string direction = conversion_direction(k.name);
     // A backward's dQ conversion is its accumulator's (dq_fp32_accumulator), not an upcast of the inputs.
     if (direction.empty() || contains(lower(k.name), "convert_dq")) continue;
     (direction.rfind("fp32", 0) == 0 ? down : up) += k.per_iter;
+    us += k.gpu_us_per_iter;
     kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}, {"direction", direction}});
   }
   if (kernels.empty()) return;
@@ -60,21 +73,26 @@ void conversion_findings(CaseSummary& c) {
                         fmt::format("{} upcast and {} downcast kernel(s) per iteration: the inputs are converted to fp32 "
                                     "and the results back, every call",
                                     count_text(up), count_text(down)),
-                        {{"kernels", kernels}}});
+                        {{"kernels", kernels}},
+                        gpu_time_cost(c, us)});
 }
 
 void mask_findings(CaseSummary& c) {
   nlohmann::json kernels = nlohmann::json::array();
+  double us = 0;
   for (const KernelSummary& k : c.kernels) {
     const std::string name = lower(k.name);
-    if (contains(name, "tril") || contains(name, "triu")) kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}});
+    if (!contains(name, "tril") && !contains(name, "triu")) continue;
+    kernels.push_back({{"name", k.name}, {"per_iter", k.per_iter}});
+    us += k.gpu_us_per_iter;
   }
   if (kernels.empty()) return;
   c.findings.push_back({"mask_rebuilt",
                         fmt::format("the causal mask is rebuilt every iteration ({} per iteration); it depends only on "
                                     "the shape and could be built once",
                                     shorten_name(kernels[0]["name"].get<std::string>())),
-                        {{"kernels", kernels}}});
+                        {{"kernels", kernels}},
+                        gpu_time_cost(c, us)});
 }
 
 // flash:hopper's kernel in the launch register_budget.hpp describes: it re-splits its registers
@@ -91,21 +109,24 @@ void occupancy_findings(CaseSummary& c) {
   if (reallocates_registers(*k)) return;
   const bool fused = c.kernels.size() == 1 && c.memcpy_per_iter == 0;
   const bool register_limited = contains(k->occupancy_limiter, "registers");
+  // The point first (the terminal prints a finding's start), the arithmetic after it.
   std::string why;
   if (fused && register_limited)
-    why = "; one fused kernel keeps its score tile and output accumulator in registers, so few blocks fit: the price of "
-          "keeping the score matrix on chip, not a flaw";
+    why = ", the price of keeping the score matrix on chip, not a flaw: one fused kernel keeps its score tile and "
+          "output accumulator in registers, so few blocks fit";
   else if (fused)
-    why = "; one fused kernel with large tiles trades occupancy for on-chip reuse";
+    why = ": one fused kernel with large tiles trades occupancy for on-chip reuse";
   c.findings.push_back({"low_occupancy",
-                        fmt::format("{}: {}{}", shorten_name(k->name), k->occupancy_explanation, why),
+                        fmt::format("{:.1f}% theoretical occupancy{} ({}: {})", k->theoretical_occupancy_percent, why,
+                                    shorten_name(k->name), k->occupancy_explanation),
                         {{"kernel", k->name},
                          {"registers_per_thread", k->registers_per_thread},
                          {"block", k->block},
                          {"shared_bytes", k->shared_bytes},
                          {"active_blocks_per_sm", k->active_blocks_per_sm},
                          {"theoretical_occupancy_percent", k->theoretical_occupancy_percent},
-                         {"limiter", k->occupancy_limiter}}});
+                         {"limiter", k->occupancy_limiter}},
+                        gpu_time_scope(c, k->gpu_us_per_iter)});
 }
 
 // CUPTI records only the launch's register count, which is what the occupancy is computed from;
@@ -146,31 +167,35 @@ void register_reallocation_findings(CaseSummary& c) {
   }
   c.findings.push_back(
       {"register_reallocation",
-       fmt::format("{}: CUPTI reports the launch's {} registers per thread x {} threads ({} per block), but the "
-                   "kernel re-splits them with setmaxnreg: the producer warpgroup ({} threads) runs with {} registers "
-                   "and each of the {} consumer warpgroups ({} threads each) with {} ({} per block); {}, and the "
-                   "consumers compute with {} registers per thread, {} the trace's {}",
-                   shorten_name(k->name), k->registers_per_thread, threads, launch_per_block, hopper::kWarpgroupThreads,
+       // The point first (the terminal prints a finding's start), then how it comes about.
+       fmt::format("the consumers compute with {} registers per thread, {} the trace's {}: {}: CUPTI reports the "
+                   "launch's {} registers per thread x {} threads ({} per block), but the kernel re-splits them with "
+                   "setmaxnreg: the producer warpgroup ({} threads) runs with {} registers and each of the {} consumer "
+                   "warpgroups ({} threads each) with {} ({} per block); {}",
+                   hopper::kConsumerRegisters, against_trace, k->registers_per_thread, shorten_name(k->name),
+                   k->registers_per_thread, threads, launch_per_block, hopper::kWarpgroupThreads,
                    hopper::kProducerRegisters, hopper::kConsumerWarpgroups, hopper::kWarpgroupThreads,
-                   hopper::kConsumerRegisters, split_per_block, occupancy, hopper::kConsumerRegisters, against_trace,
-                   k->registers_per_thread),
-       std::move(evidence)});
+                   hopper::kConsumerRegisters, split_per_block, occupancy),
+       std::move(evidence), gpu_time_scope(c, k->gpu_us_per_iter)});
 }
 
 void launch_findings(CaseSummary& c) {
   nlohmann::json kernels = nlohmann::json::array();
   std::string api;
+  double us = 0;
   for (const KernelSummary& k : c.kernels) {
     if (k.launch_api.rfind("cu", 0) != 0 || k.launch_api.rfind("cuda", 0) == 0) continue;
     kernels.push_back({{"name", k.name}, {"launch_api", k.launch_api}});
     api = k.launch_api;
+    us += k.gpu_us_per_iter;
   }
   if (kernels.empty()) return;
   c.findings.push_back({"driver_launch",
                         fmt::format("{} kernel(s) launched through the driver API ({}), bypassing the CUDA runtime, "
                                     "as libraries with their own module loading do",
                                     kernels.size(), api),
-                        {{"kernels", kernels}}});
+                        {{"kernels", kernels}},
+                        gpu_time_scope(c, us)});
 }
 
 void host_findings(CaseSummary& c) {
@@ -181,18 +206,22 @@ void host_findings(CaseSummary& c) {
   if (c.plan_cold_ms && c.median_us > 0 && *c.plan_cold_ms >= kHostBoundFloorMs &&
       *c.plan_cold_ms * 1000.0 > kHostBoundFactor * c.median_us) {
     c.findings.push_back(
-        {"host_bound",
+        {"host_plan",
          fmt::format("preparing the first call (plan, handles, workspace) took {:.2f} ms of host time on the first call ({:.3f} ms cached), {:.0f}x the "
                      "{:.1f} us the GPU needs per call: the cost moved to the CPU",
                      *c.plan_cold_ms, c.plan_warm_ms.value_or(0), *c.plan_cold_ms * 1000.0 / c.median_us, c.median_us),
-         {{"plan_cold_ms", *c.plan_cold_ms}, {"plan_warm_ms", c.plan_warm_ms.value_or(0)}, {"median_us", c.median_us}}});
+         {{"plan_cold_ms", *c.plan_cold_ms}, {"plan_warm_ms", c.plan_warm_ms.value_or(0)}, {"median_us", c.median_us}},
+         first_call_cost(c, *c.plan_cold_ms * 1000.0)});
   }
-  if (c.host_enqueue_us_per_iter > c.median_us && c.median_us > 0) {
+  // At a toy size every backend's call is shorter than its enqueueing (the table's host column
+  // says so for every case); it is a finding where the work is large enough to matter.
+  if (c.host_enqueue_us_per_iter > c.median_us && c.median_us > 0 && at_realistic_size(c.problem)) {
     c.findings.push_back({"host_bound",
                           fmt::format("enqueueing one call takes {:.1f} us of host time, more than the {:.1f} us of GPU "
                                       "time: at this size the CPU sets the pace",
                                       c.host_enqueue_us_per_iter, c.median_us),
-                          {{"host_enqueue_us_per_iter", c.host_enqueue_us_per_iter}, {"median_us", c.median_us}}});
+                          {{"host_enqueue_us_per_iter", c.host_enqueue_us_per_iter}, {"median_us", c.median_us}},
+                          host_time_cost(c.host_enqueue_us_per_iter - c.median_us, c.host_enqueue_us_per_iter)});
   }
 }
 
@@ -215,7 +244,8 @@ void communication_findings(CaseSummary& c) {
                         {{"kernels", kernels},
                          {"communication_kernels_per_iter", count},
                          {"communication_us_per_iter", us},
-                         {"gpu_busy_us_per_iter", c.gpu_busy_us_per_iter}}});
+                         {"gpu_busy_us_per_iter", c.gpu_busy_us_per_iter}},
+                        gpu_time_cost(c, us)});
 }
 
 // Grouped-query attention done by copying: K and V repeated into every query head each call
@@ -239,7 +269,8 @@ void grouped_heads_findings(CaseSummary& c) {
        fmt::format("K and V are repeated from {} into {} heads every call: {} copy kernel(s) per iteration writing {:.3g} "
                    "M elements ({:.1f} us); a grouped-query kernel reads the {} K/V heads in place",
                    s.kv_heads(), s.heads, count_text(copies), elements / 1e6, us, s.kv_heads()),
-       {{"kernels", kernels}, {"elements_written", elements}, {"heads", s.heads}, {"heads_kv", s.kv_heads()}}});
+       {{"kernels", kernels}, {"elements_written", elements}, {"heads", s.heads}, {"heads_kv", s.kv_heads()}},
+       gpu_time_cost(c, us, elements * dtype_bytes(c.problem.dtype))});
 }
 
 // A mask applied after dense score GEMMs: the GEMMs compute every (row, key) pair, the mask then
@@ -257,12 +288,15 @@ void masked_dense_findings(CaseSummary& c) {
   dense.window = {};
   const double exact = attention_flops(c.problem), computed = attention_flops(dense);
   if (computed <= 0 || exact / computed > 0.9) return;
+  // The share of the score GEMMs' time spent on the pairs the mask discards.
+  const double wasted_us = kernels_us(c, {"gemm", "nvjet"}) * (1 - exact / computed);
   c.findings.push_back(
       {"flops_outside_mask",
        fmt::format("the score GEMMs are dense: {:.0f}% of the FLOPs they compute fall outside the {} mask and are "
                    "masked away afterwards ({:.3g} of {:.3g} GFLOP kept)",
                    100.0 * (1 - exact / computed), mask_label(c.problem), exact / 1e9, computed / 1e9),
-       {{"exact_flops", exact}, {"dense_flops", computed}}});
+       {{"exact_flops", exact}, {"dense_flops", computed}, {"wasted_gemm_us_per_iter", wasted_us}},
+       gpu_time_cost(c, wasted_us)});
 }
 
 // Kernels of the case whose lower-cased name holds `needle`: how many per iteration and their time.
@@ -299,7 +333,9 @@ void padded_batch_findings(CaseSummary& c) {
                    "packed kernel computes only the real tokens",
                    count_text(pads.per_iter), pads.us, 100.0 * (1 - exact / padded), exact / 1e9, padded / 1e9),
        {{"kernels", pads.kernels}, {"exact_flops", exact}, {"padded_flops", padded},
-        {"padding_percent", 100.0 * (1 - exact / padded)}}});
+        {"padding_percent", 100.0 * (1 - exact / padded)}},
+       // The pad and unpad kernels, and the padding's share of the attention after them.
+       gpu_time_cost(c, pads.us + (iteration_gpu_us(c) - pads.us) * (1 - exact / padded))});
 }
 
 // A paged cache copied into a contiguous K and V before attention, every call.
@@ -315,7 +351,8 @@ void gathered_pages_findings(CaseSummary& c) {
                    "call: {} kernel(s) per iteration writing {:.1f} MB ({:.1f} us); a paged kernel reads the pages in "
                    "place through the block table",
                    s.page_size, count_text(gathers.per_iter), bytes / 1e6, gathers.us),
-       {{"kernels", gathers.kernels}, {"bytes_written_per_iter", bytes}, {"page_size", s.page_size}}});
+       {{"kernels", gathers.kernels}, {"bytes_written_per_iter", bytes}, {"page_size", s.page_size}},
+       gpu_time_cost(c, gathers.us, bytes)});
 }
 
 // Split-KV decode: the keys of each K/V head spread over several blocks, then a combine kernel
@@ -338,7 +375,8 @@ void split_kv_findings(CaseSummary& c) {
                    splits > 0 ? " (grid.x)" : "", shorten_name(combine.kernels[0]["name"].get<std::string>()), combine.us,
                    total, share),
        {{"split_kernels", split.kernels}, {"combine_kernels", combine.kernels}, {"combine_percent", share},
-        {"splits", splits}}});
+        {"splits", splits}},
+       gpu_time_cost(c, combine.us)});
 }
 
 // A stream-K tail (flash's backward, kernels/flash_bwd): a second kernel of one block per SM
@@ -364,7 +402,9 @@ void stream_k_tail_findings(CaseSummary& c) {
                    "{:.1f} us per iteration ({:.0f}%)",
                    shorten_name(main->name), shorten_name(tail_name), ctas > 0 ? std::to_string(ctas) : "its",
                    tails.us, total, share),
-       {{"main_kernel", main->name}, {"tail_kernels", tails.kernels}, {"tail_blocks", ctas}, {"tail_percent", share}}});
+       {{"main_kernel", main->name}, {"tail_kernels", tails.kernels}, {"tail_blocks", ctas}, {"tail_percent", share}},
+       // The tail is the cure for idle SMs, not a cost: its time is what the fact is about.
+       gpu_time_scope(c, tails.us)});
 }
 
 // ---- A backward's findings: how dQ is accumulated, whether P is stored, what it zeroes ----
@@ -404,9 +444,6 @@ Memsets memsets_of(const CaseSummary& c) {
 double dq_accumulator_bytes(const AttentionShape& s) {
   return 4.0 * s.batch * s.heads * s.seq_q * s.head_dim;
 }
-
-// The GPU time of one iteration, the denominator of a share.
-double iteration_gpu_us(const CaseSummary& c) { return c.gpu_busy_us_per_iter > 0 ? c.gpu_busy_us_per_iter : c.median_us; }
 
 // Kernels that hand [seq_q, seq_kv] matrices to each other through memory: score GEMMs and softmax.
 NamedKernels score_matrix_kernels(const CaseSummary& c) { return kernels_named(c, {"gemm", "nvjet", "softmax"}); }
@@ -466,7 +503,7 @@ void dq_accumulator_findings(CaseSummary& c) {
                      "{:.1f} us of {:.1f} us per iteration ({:.1f}%)",
                      names_text(steps), shorten_name(c.dominant_kernel()->name), size, to_string(c.problem.dtype),
                      zeroing_us, total, share),
-         std::move(evidence)});
+         std::move(evidence), gpu_time_cost(c, zeroing_us, memsets.bytes)});
     return;
   }
   std::string zeroing = names_text(steps);
@@ -490,7 +527,7 @@ void dq_accumulator_findings(CaseSummary& c) {
                    "{}: {} {:.1f} us of {:.1f} us per iteration ({:.1f}%)",
                    size, zeroing, to_string(c.problem.dtype), shorten_name(converts.kernels[0]["name"].get<std::string>()),
                    zeroing_us > 0 ? "zeroing and converting it take" : "converting it takes", us, total, share),
-       std::move(evidence)});
+       std::move(evidence), gpu_time_cost(c, us, bytes)});
 }
 
 // The run-to-run check of the verification (GradientRepeatability): said only when bits differ.
@@ -514,7 +551,8 @@ void repeatability_findings(CaseSummary& c) {
        {{"deterministic", false},
         {"differing_elements", r.total_differing()},
         {"elements", r.total_elements()},
-        {"tensors", tensors}}});
+        {"tensors", tensors}},
+       Stake{StakeBasis::correctness, true, 0, 0, 0}});
 }
 
 // P in the backward: recomputed from the forward's logsumexp by a fused kernel, or passed through
@@ -539,7 +577,9 @@ void score_matrix_findings(CaseSummary& c) {
           {"score_elements", elements},
           {"bytes_avoided", bytes},
           {"bytes_avoided_fp32", fp32_bytes},
-          {"lse_bytes", lse_bytes}}});
+          {"lse_bytes", lse_bytes}},
+         // Bytes avoided at no time measured here: a fact about the kernel, weighed by its time.
+         gpu_time_scope(c, c.dominant_kernel()->gpu_us_per_iter, bytes)});
     return;
   }
   const NamedKernels kernels = score_matrix_kernels(c);
@@ -556,7 +596,8 @@ void score_matrix_findings(CaseSummary& c) {
                    "us) pass P, dP and dS through memory, {:.2f} GB each in {}; a fused backward recomputes P from the "
                    "logsumexp and keeps them on chip",
                    matrix, count_text(kernels.per_iter), kernels.us, bytes / 1e9, upcast ? "fp32" : to_string(c.problem.dtype)),
-       {{"kernels", kernels.kernels}, {"score_elements", elements}, {"bytes_per_matrix", bytes}}});
+       {{"kernels", kernels.kernels}, {"score_elements", elements}, {"bytes_per_matrix", bytes}},
+       gpu_time_cost(c, kernels.us, bytes)});
 }
 
 // Memsets inside a backward's iteration: workspace or accumulator zeroing, paid on every call.
@@ -578,10 +619,40 @@ void workspace_memset_findings(CaseSummary& c) {
         {"bytes_per_iter", memsets.bytes},
         {"gpu_us_per_iter", memsets.us},
         {"launch_api", memsets.launch_api},
-        {"dq_accumulator_bytes", accumulator}}});
+        {"dq_accumulator_bytes", accumulator}},
+       gpu_time_cost(c, memsets.us, memsets.bytes)});
 }
 
 }  // namespace
+
+double iteration_gpu_us(const CaseSummary& c) { return c.gpu_busy_us_per_iter > 0 ? c.gpu_busy_us_per_iter : c.median_us; }
+
+Stake gpu_time_cost(const CaseSummary& c, double us, double bytes) {
+  const double total = iteration_gpu_us(c);
+  return {StakeBasis::gpu_time, true, us, total > 0 ? std::min(100.0, 100.0 * us / total) : 0, bytes};
+}
+
+Stake gpu_time_scope(const CaseSummary& c, double us, double bytes) {
+  Stake stake = gpu_time_cost(c, us, bytes);
+  stake.cost = false;
+  return stake;
+}
+
+Stake host_time_cost(double above_gpu_us, double host_us) {
+  return {StakeBasis::host_time, true, above_gpu_us, host_us > 0 ? std::min(100.0, 100.0 * above_gpu_us / host_us) : 0,
+          0};
+}
+
+Stake first_call_cost(const CaseSummary& c, double host_us) {
+  const double first_call = host_us + c.median_us;
+  return {StakeBasis::first_call, true, host_us, first_call > 0 ? 100.0 * host_us / first_call : 0, 0};
+}
+
+bool at_realistic_size(const AttentionProblem& problem) {
+  constexpr double kRealisticFlops = 1e9;
+  constexpr double kRealisticBytes = 16e6;
+  return attention_flops(problem) >= kRealisticFlops || attention_min_bytes(problem) >= kRealisticBytes;
+}
 
 bool has_stream_k_tail(const CaseSummary& c) { return !kernels_named(c, {kTailKernel}).kernels.empty(); }
 
@@ -655,7 +726,9 @@ void add_run_findings(RunSummary& summary) {
          {{"forward_case", forward->label},
           {"forward_median_us", forward->median_us},
           {"backward_median_us", backward.median_us},
-          {"ratio", ratio}}});
+          {"ratio", ratio}},
+         // A comparison between cases, whose time the table already shows.
+         Stake{StakeBasis::none, false, 0, 0, 0}});
   }
 }
 

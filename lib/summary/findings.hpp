@@ -24,6 +24,25 @@ std::string conversion_direction(const std::string& kernel_name);
 // "flash_forward_kernel" from "void attnprof::flash_forward_kernel<...>(...)": the name without templates and arguments.
 std::string shorten_name(const std::string& name);
 
+// ---- What a finding is worth (Stake, summary.hpp) ----
+
+// The GPU time of one iteration (its kernels, copies and fills; the median where the trace has
+// none): what a GPU-time stake is a share of.
+double iteration_gpu_us(const CaseSummary& c);
+// `us` of the case's GPU time per iteration, spent on what a finding names (a cost) or the time of
+// the kernel a fact explains (a scope).
+Stake gpu_time_cost(const CaseSummary& c, double us, double bytes = 0);
+Stake gpu_time_scope(const CaseSummary& c, double us, double bytes = 0);
+// Host time per call above the GPU's, of `host_us` per call.
+Stake host_time_cost(double above_gpu_us, double host_us);
+// Host time preparing the first call (a plan), of the first call's time (that and one GPU call).
+Stake first_call_cost(const CaseSummary& c, double host_us);
+
+// Whether a problem is large enough that the host's time per call matters next to the GPU's: at
+// least a GFLOP (a short prompt: 1x16x512x512x64), or 16 MB to read (a decode step's K/V cache).
+// Below it every backend's call is shorter than its enqueueing.
+bool at_realistic_size(const AttentionProblem& problem);
+
 // Whether the case ran a stream-K tail kernel (a kernel named *_tail_kernel, such as flash's
 // backward tail): the main kernel's grid then counts blocks that leave at once.
 bool has_stream_k_tail(const CaseSummary& c);

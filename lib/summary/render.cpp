@@ -4,6 +4,7 @@
 #include "summary/finding_groups.hpp"
 #include "summary/findings.hpp"
 #include "summary/kernel_category.hpp"
+#include "summary/roofline.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -260,7 +261,7 @@ std::string cases_table(const RunSummary& s, const HumanStyle& style) {
     any_communication = any_communication || communication_kernels_per_iter(c) > 0;
   }
   const bool wide = !style.narrow();
-  std::vector<Column> columns = {{"case", false, Shrink::middle, 28}, {"status", false}};
+  std::vector<Column> columns = {{"case", false, Shrink::middle, 18}, {"status", false}};
   if (several_devices) columns.push_back({"GPU", true});
   if (wide) columns.push_back({"rel.err", true});
   columns.push_back({"median", true});
@@ -270,6 +271,7 @@ std::string cases_table(const RunSummary& s, const HumanStyle& style) {
   bool any_roof = false;
   for (const CaseSummary& c : s.cases) any_roof = any_roof || c.roofline.roof_percent.has_value();
   if (any_roof) columns.push_back({"roof", true});
+  columns.push_back({"host", true});  // per call
   columns.push_back({"kernels/it", true});
   if (any_communication) columns.push_back({"nccl/it", true});
   columns.insert(columns.end(), {{"memcpy/it", true}, {"memset/it", true}});
@@ -290,8 +292,16 @@ std::string cases_table(const RunSummary& s, const HumanStyle& style) {
       row.push_back(r.intensity > 0 ? fmt::format("{:.0f}", r.intensity) : "");
       row.push_back(r.bound);
     }
-    // Of the roof that bounds the case at its intensity (compute, or bandwidth x intensity).
-    if (any_roof) row.push_back(ran && r.roof_percent ? fmt::format("{:.0f}%", *r.roof_percent) : "");
+    // Of the roof that bounds the case at its intensity (compute, or bandwidth x intensity), and
+    // which roof that is where the bound column is not beside it.
+    if (any_roof) {
+      std::string roof;
+      if (ran && r.roof_percent) roof = fmt::format("{:.0f}%", *r.roof_percent);
+      if (!roof.empty() && !wide && !r.bound.empty()) roof += r.bound == "memory" ? " mem" : " cmp";
+      row.push_back(roof);
+    }
+    // Host time enqueueing one call, beside the GPU's median: above it, the CPU sets the pace.
+    row.push_back(ran && c.host_enqueue_us_per_iter > 0 ? format_microseconds(c.host_enqueue_us_per_iter) : "");
     row.push_back(ran ? format_count(c.kernels_per_iter) : "");
     if (any_communication) row.push_back(ran ? format_count(communication_kernels_per_iter(c)) : "");
     row.push_back(ran ? count_and_bytes(c.memcpy_per_iter, c.memcpy_bytes_per_iter) : "");
@@ -321,7 +331,7 @@ std::string kernels_table(const RunSummary& s, const HumanStyle& style) {
   std::vector<Column> columns = {{"case", false, Shrink::middle, 20, 2}, {"dominant kernel", false, Shrink::end, 16, 0},
                                  {"regs", true}};
   if (wide) columns.insert(columns.end(), {{"block", true}, {"grid", true}});
-  columns.insert(columns.end(), {{"smem", true}, {"occupancy", true}});
+  columns.insert(columns.end(), {{"smem", true}, {"occupancy", true}, {"idle SMs", true}});
   if (!wide && any_achieved) columns.push_back({"achieved", true});
   columns.push_back({"limited by", false, wide ? Shrink::never : Shrink::end, 10, 1});
   if (wide) columns.push_back({"launch api", false});
@@ -338,7 +348,10 @@ std::string kernels_table(const RunSummary& s, const HumanStyle& style) {
     if (wide && !achieved.empty()) occupancy += fmt::format(" ({} achieved)", achieved);
     std::vector<std::string> row = {c.label, shorten_name(k->name), std::to_string(k->registers_per_thread)};
     if (wide) row.insert(row.end(), {format_dims(k->block), format_dims(k->grid)});
-    row.insert(row.end(), {format_bytes(k->shared_bytes), occupancy});
+    // SMs the last wave of blocks leaves without one (all but the grid's in a single partial wave).
+    const IdleSms idle = idle_sms_of(c, s.device);
+    row.insert(row.end(), {format_bytes(k->shared_bytes), occupancy,
+                           idle.known ? fmt::format("{:.0f}", idle.last_wave_idle) : ""});
     if (!wide && any_achieved) row.push_back(achieved);
     row.push_back(wide ? k->occupancy_limiter : short_limiter(k->occupancy_limiter));
     if (wide) row.push_back(k->launch_api);
@@ -355,7 +368,56 @@ std::string kernels_table(const RunSummary& s, const HumanStyle& style) {
   return layout(columns, rows, style.markdown, style.max_width());
 }
 
-std::string render_human(const RunSummary& s, const HumanStyle& style) {
+// Surprises first (the user's guesses the trace contradicts), then the findings ranked by what is
+// at stake, each kind once with its cases, and a line saying what was folded.
+std::string findings_text(const RunSummary& s, const HumanStyle& style, const FindingsView& view) {
+  std::string out;
+  std::string surprises;
+  for (const CaseSummary& c : s.cases)
+    for (const Surprise& x : c.surprises)
+      surprises += style.bullet(fmt::format("{}: {} expected {}, trace shows {} ({}{})", c.label, x.field, x.expected,
+                                            x.observed, x.expectation, x.note.empty() ? "" : ": " + x.note));
+  if (!surprises.empty())
+    out += (style.markdown ? "\n**Surprises** (your guesses the trace contradicts)\n\n"
+                           : "\nsurprises (guesses the trace contradicts):\n") +
+           surprises;
+
+  const SelectedFindings selected = select_findings(rank_findings(s), view);
+  std::string findings;
+  if (style.narrow()) {
+    // One line per kind, within kTableWidth: what it says gives way first (--wide, md and the HTML
+    // report print it whole), then who it holds for.
+    constexpr std::size_t kCasesWidth = 24;
+    std::vector<std::vector<std::string>> rows;
+    for (const FindingGroup& g : selected.shown)
+      rows.push_back({stake_text(g.lead()), finding_kind_title(g.kind), finding_group_subject(g, s, kCasesWidth),
+                      g.message});
+    if (!rows.empty())
+      findings = layout({{"at stake", true}, {"finding", false}, {"cases", false, Shrink::middle, kCasesWidth, 0},
+                         {"what it says", false, Shrink::end, 30, 1}},
+                        rows, false, kTableWidth);
+  } else {
+    for (const FindingGroup& g : selected.shown) {
+      const std::string stake = stake_text(g.lead());
+      findings += style.bullet(fmt::format("{}{} ({}): {}", stake.empty() ? "" : "[" + stake + "] ",
+                                           finding_kind_title(g.kind), finding_group_cases(g, s), g.message));
+    }
+  }
+  if (selected.folded_groups > 0) {
+    const std::string folded =
+        fmt::format("{} more kind(s) of finding ({} in all) {}: --findings all", selected.folded_groups,
+                    selected.folded_findings,
+                    view.mode == FindingsView::Mode::top ? "below the top ones"
+                                                         : fmt::format("explain less than {:.0f}% of their case's time",
+                                                                       kShownSharePercent));
+    findings += style.markdown ? "\n_" + folded + "_\n" : style.paragraph(folded);
+  }
+  if (!findings.empty())
+    out += (style.markdown ? "\n**Findings**, by what is at stake\n\n" : "\nfindings, by what is at stake:\n") + findings;
+  return out;
+}
+
+std::string render_human(const RunSummary& s, const HumanStyle& style, const FindingsView& view) {
   std::string out;
   const std::string heading =
       fmt::format("attnprof {} on {} (sm_{}{}, {} SMs), config: {}{}", s.tool_version, s.device.name,
@@ -379,21 +441,7 @@ std::string render_human(const RunSummary& s, const HumanStyle& style) {
   }
   if (!notes.empty()) out += (style.markdown ? "\n**Not run or wrong**\n\n" : "\nnot run or wrong:\n") + notes;
 
-  // Each finding once, with the cases it applies to (finding_groups.hpp).
-  std::string findings;
-  for (const FindingGroup& g : group_findings(s))
-    findings += style.bullet(fmt::format("{}: {}", finding_group_subject(g, s), g.message));
-  if (!findings.empty()) out += (style.markdown ? "\n**Findings**\n\n" : "\nfindings:\n") + findings;
-
-  std::string surprises;
-  for (const CaseSummary& c : s.cases)
-    for (const Surprise& x : c.surprises)
-      surprises += style.bullet(fmt::format("{}: {} expected {}, trace shows {} ({}{})", c.label, x.field, x.expected,
-                                            x.observed, x.expectation, x.note.empty() ? "" : ": " + x.note));
-  if (!surprises.empty())
-    out += (style.markdown ? "\n**Surprises** (your guesses the trace contradicts)\n\n"
-                           : "\nsurprises (guesses the trace contradicts):\n") +
-           surprises;
+  out += findings_text(s, style, view);
 
   std::string capture = fmt::format("capture: {} records, {} dropped, {} buffer requests declined, {} with invalid timestamps",
                                     s.capture.records, s.capture.dropped_records, s.capture.buffers_declined,
@@ -462,8 +510,8 @@ std::string render_csv(const RunSummary& s) {
 
 std::string render_summary(const RunSummary& summary, OutputFormat format, const RenderOptions& options) {
   switch (format) {
-    case OutputFormat::table: return render_human(summary, {false, options.wide});
-    case OutputFormat::md: return render_human(summary, {true, true});
+    case OutputFormat::table: return render_human(summary, {false, options.wide}, options.findings);
+    case OutputFormat::md: return render_human(summary, {true, true}, options.findings);
     case OutputFormat::csv: return render_csv(summary);
     case OutputFormat::json: return nlohmann::json(summary).dump(2) + "\n";
   }

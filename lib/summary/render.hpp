@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "summary/finding_groups.hpp"
 #include "summary/summary.hpp"
 
 namespace attnprof {
@@ -48,6 +49,8 @@ struct RenderOptions {
   // The table format fits kTableWidth columns: the wide details (relative error, p90, plan time,
   // block, grid, launch API, untruncated names) are in md, csv, json, and in the table with `wide`.
   bool wide = false;
+  // Which findings the table and md print (summary/finding_groups.hpp); csv counts and json keeps all.
+  FindingsView findings;
 };
 
 inline constexpr std::size_t kTableWidth = 120;

@@ -37,6 +37,48 @@ std::optional<CaseStatus> parse_case_status(const std::string& text) {
   return std::nullopt;
 }
 
+const char* to_string(StakeBasis basis) {
+  switch (basis) {
+    case StakeBasis::none: return "none";
+    case StakeBasis::gpu_time: return "gpu_time";
+    case StakeBasis::host_time: return "host_time";
+    case StakeBasis::first_call: return "first_call";
+    case StakeBasis::correctness: return "correctness";
+  }
+  return "none";
+}
+
+std::optional<StakeBasis> parse_stake_basis(const std::string& text) {
+  for (StakeBasis b : {StakeBasis::none, StakeBasis::gpu_time, StakeBasis::host_time, StakeBasis::first_call,
+                       StakeBasis::correctness})
+    if (text == to_string(b)) return b;
+  return std::nullopt;
+}
+
+namespace {
+
+nlohmann::json stake_json(const Stake& s) {
+  return {{"basis", to_string(s.basis)},
+          {"cost", s.cost},
+          {"us", s.us},
+          {"share_percent", s.share_percent},
+          {"bytes", s.bytes}};
+}
+
+// Summaries written before findings had stakes read as stake-less findings.
+Stake stake_from_json(const nlohmann::json& j) {
+  Stake s;
+  if (!j.is_object()) return s;
+  s.basis = parse_stake_basis(j.value("basis", "none")).value_or(StakeBasis::none);
+  s.cost = j.value("cost", true);
+  s.us = j.value("us", 0.0);
+  s.share_percent = j.value("share_percent", 0.0);
+  s.bytes = j.value("bytes", 0.0);
+  return s;
+}
+
+}  // namespace
+
 double median(std::vector<double> values) { return percentile(std::move(values), 50); }
 
 double percentile(std::vector<double> values, double p) {
@@ -291,7 +333,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
   j["host"] = std::move(host);
   nlohmann::json findings = nlohmann::json::array();
   for (const Finding& f : c.findings)
-    findings.push_back({{"kind", f.kind}, {"message", f.message}, {"evidence", f.evidence}});
+    findings.push_back({{"kind", f.kind}, {"message", f.message}, {"evidence", f.evidence}, {"stake", stake_json(f.stake)}});
   j["findings"] = std::move(findings);
   nlohmann::json surprises = nlohmann::json::array();
   for (const Surprise& s : c.surprises)
@@ -360,7 +402,7 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.findings.clear();
   for (const nlohmann::json& f : j.value("findings", nlohmann::json::array()))
     c.findings.push_back({f.at("kind").get<std::string>(), f.at("message").get<std::string>(),
-                          f.value("evidence", nlohmann::json())});
+                          f.value("evidence", nlohmann::json()), stake_from_json(f.value("stake", nlohmann::json()))});
   c.surprises.clear();
   for (const nlohmann::json& s : j.value("surprises", nlohmann::json::array()))
     c.surprises.push_back({s.value("expectation", ""), s.at("field").get<std::string>(),

@@ -52,12 +52,36 @@ struct MemoryOpSummary {
   std::string launch_api;
 };
 
+// What a finding is worth to a reader, from the trace: how much of its case's time it explains.
+// The findings are ranked by it (summary/finding_groups.hpp).
+enum class StakeBasis {
+  none,         // nothing measured to weigh it by
+  gpu_time,     // `us` of GPU time per iteration; `share_percent` of the case's GPU time per iteration
+  host_time,    // `us` of host time per call above the GPU's; `share_percent` of the call's host time
+  first_call,   // `us` of host time preparing the first call; `share_percent` of the first call's time
+  correctness,  // about the results, not the time (a backward whose bits differ between runs)
+};
+const char* to_string(StakeBasis basis);
+std::optional<StakeBasis> parse_stake_basis(const std::string& text);
+
+struct Stake {
+  StakeBasis basis = StakeBasis::none;
+  // A cost is time spent on what the finding names (a copy, a conversion, a rebuilt mask, idle
+  // SMs, host time above the GPU's), which the case could save; otherwise the time is the scope
+  // of a fact that explains a kernel (its occupancy, its launch API), not time lost.
+  bool cost = true;
+  double us = 0;
+  double share_percent = 0;
+  double bytes = 0;  // bytes moved, written or avoided, where the finding is about bytes
+};
+
 struct Finding {
   std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy",
                         // "register_reallocation", "driver_launch", "host_bound", "communication", ...; a
                         // backward's: docs/config.md
   std::string message;  // one sentence for the table
   nlohmann::json evidence;
+  Stake stake = {};
 };
 
 struct Surprise {

@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "html/html_report.hpp"
@@ -145,12 +146,28 @@ TEST(HtmlReport, NothingExternal) {
   }
 }
 
-TEST(HtmlReport, FindingsAreGroupedAcrossCases) {
+TEST(HtmlReport, FindingsAreEachKindOnceRankedWithTheFoldedOnesBelow) {
   const RunSummary s = sample_summary();
   const std::string page = render_html_report(s, {});
-  EXPECT_EQ(count(page, "<li class=\"finding-group\""), group_findings(s).size());
-  EXPECT_EQ(group_findings(s).size(), 23u);  // 30 findings in the sample, five groups said by more than one case
+  const std::vector<FindingGroup> ranked = rank_findings(s);
+  const SelectedFindings shown = select_findings(ranked, {});
+  EXPECT_EQ(count(page, "<li class=\"finding-group\""), ranked.size());
   EXPECT_EQ(count(page, "the causal mask is rebuilt every iteration"), 1u);
+  // The surprises come before the findings, the folded ones inside a closed <details> at the end.
+  EXPECT_LT(page.find("Surprises: your guesses"), page.find("<li class=\"finding-group\""));
+  if (shown.folded_groups > 0) {
+    const std::size_t folded = page.find("<details class=\"folded\">");
+    ASSERT_NE(folded, std::string::npos);
+    EXPECT_EQ(count(page.substr(folded), "<li class=\"finding-group\""), shown.folded_groups);
+  }
+  // The shown groups in the ranked order.
+  std::size_t previous = 0;
+  for (const FindingGroup& g : shown.shown) {
+    const std::size_t at = page.find(fmt::format("data-kind=\"{}\"", g.kind));
+    ASSERT_NE(at, std::string::npos) << g.kind;
+    EXPECT_GT(at, previous) << g.kind;
+    previous = at;
+  }
   EXPECT_NE(page.find("<span class=\"subject\">math, manual:out_of_place, manual:in_place, 3 cases</span>"), std::string::npos);
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/errors.hpp"
 #include "summary/finding_groups.hpp"
 #include "summary/render.hpp"
 #include "summary/summary.hpp"
@@ -153,60 +154,114 @@ CaseSummary case_with(const std::string& backend, const std::string& shape, std:
   return c;
 }
 
-Finding memset_finding(int bytes) {
-  return {"memset_in_iteration",
-          "1 memset per iteration moving " + std::to_string(bytes) + " bytes, issued by cudaMemsetAsync: a fill inside the timed loop",
-          {{"bytes_per_iter", bytes}}};
+Finding finding(const std::string& kind, const std::string& message, double share, bool cost = true,
+                StakeBasis basis = StakeBasis::gpu_time) {
+  return {kind, message, {}, Stake{basis, cost, share, share, 0}};
 }
 
-TEST(FindingGroups, IdenticalFindingsMergeAndDifferentOnesDoNot) {
+Finding memset_finding(double share) {
+  return finding("memset_in_iteration", "1 memset per iteration moving 4 bytes: a fill inside the timed loop", share);
+}
+
+// Five cases, findings of every tier: costs, a scope, an unweighed one.
+RunSummary ranked_run() {
   RunSummary s;
-  Finding host_fast{"host_bound", "enqueueing one call takes 20.3 us of host time, more than the 17.1 us of GPU time", {}};
-  Finding host_slow{"host_bound", "enqueueing one call takes 90.0 us of host time, more than the 80.0 us of GPU time", {}};
-  s.cases = {case_with("manual", "1x1x64x64x64", {memset_finding(4), host_fast}),
-             case_with("manual", "1x1x128x128x64", {memset_finding(4), host_slow}),
-             case_with("manual", "1x1x256x256x64", {memset_finding(4), memset_finding(4)}),
-             case_with("flash", "1x1x64x64x64", {memset_finding(8)}),
-             case_with("flash", "1x1x128x128x64", {})};
-  // The same evidence under a different kind is a different finding.
-  s.cases[4].findings.push_back({"memcpy_in_iteration", memset_finding(4).message, {}});
+  s.cases = {case_with("manual", "1x1x64x64x64", {memset_finding(5), finding("host_bound", "host 20", 4, true, StakeBasis::host_time)}),
+             case_with("manual", "1x1x128x128x64", {memset_finding(9), finding("host_bound", "host 90", 2, true, StakeBasis::host_time)}),
+             case_with("manual", "1x1x256x256x64", {memset_finding(2), memset_finding(12)}),
+             case_with("flash", "1x1x64x64x64", {finding("low_occupancy", "12.5% theoretical occupancy", 100, false),
+                                                 finding("memcpy_in_iteration", "1 memcpy", 1)}),
+             case_with("flash", "1x1x128x128x64", {finding("backward_forward_ratio", "2.5x", 0, false, StakeBasis::none)})};
+  return s;
+}
 
-  const std::vector<FindingGroup> groups = group_findings(s);
+TEST(FindingGroups, EachKindOnceItsCasesByStakeTheKindsByTier) {
+  const RunSummary s = ranked_run();
+  const std::vector<FindingGroup> groups = rank_findings(s);
   ASSERT_EQ(groups.size(), 5u);
+  // Costs by their largest share (memset 12% > host 4% > memcpy 1%), then the scope, then the unweighed.
   EXPECT_EQ(groups[0].kind, "memset_in_iteration");
-  EXPECT_EQ(groups[0].cases, (std::vector<std::size_t>{0, 1, 2}));  // a case that says it twice counts once
-  EXPECT_EQ(groups[1].message, host_fast.message);
-  EXPECT_EQ(groups[2].message, host_slow.message);
-  EXPECT_EQ(groups[3].cases, (std::vector<std::size_t>{3}));  // 8 bytes, not 4
-  EXPECT_EQ(groups[4].kind, "memcpy_in_iteration");
+  EXPECT_EQ(groups[1].kind, "host_bound");
+  EXPECT_EQ(groups[2].kind, "memcpy_in_iteration");
+  EXPECT_EQ(groups[3].kind, "low_occupancy");
+  EXPECT_EQ(groups[4].kind, "backward_forward_ratio");
+  // A case that says a kind twice counts once, with its larger stake; the cases most at stake first.
+  EXPECT_EQ(groups[0].cases, (std::vector<std::size_t>{2, 1, 0}));
+  ASSERT_EQ(groups[0].stakes.size(), 3u);
+  EXPECT_EQ(groups[0].stakes[0].share_percent, 12);
+  EXPECT_EQ(groups[0].lead().share_percent, 12);
+  // The group speaks with its lead case's message.
+  EXPECT_EQ(groups[1].message, "host 20");
+  EXPECT_EQ(groups[1].cases, (std::vector<std::size_t>{0, 1}));
+}
 
+TEST(FindingGroups, TheDefaultViewFoldsSmallCostsAndUnweighedFacts) {
+  const SelectedFindings standard = select_findings(rank_findings(ranked_run()), {});
+  std::vector<std::string> kinds;
+  for (const FindingGroup& g : standard.shown) kinds.push_back(g.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"memset_in_iteration", "host_bound", "low_occupancy"}));
+  EXPECT_EQ(standard.folded_groups, 2u);    // the 1% memcpy, the ratio
+  EXPECT_EQ(standard.folded_findings, 2u);
+  const SelectedFindings all = select_findings(rank_findings(ranked_run()), {FindingsView::Mode::all, 0});
+  EXPECT_EQ(all.shown.size(), 5u);
+  EXPECT_EQ(all.folded_groups, 0u);
+  const SelectedFindings top = select_findings(rank_findings(ranked_run()), {FindingsView::Mode::top, 2});
+  ASSERT_EQ(top.shown.size(), 2u);
+  EXPECT_EQ(top.shown[1].kind, "host_bound");
+  EXPECT_EQ(top.folded_groups, 3u);
+}
+
+TEST(FindingGroups, FindingsViewWords) {
+  EXPECT_EQ(findings_view_named({}).mode, FindingsView::Mode::standard);
+  EXPECT_EQ(findings_view_named({"default"}).mode, FindingsView::Mode::standard);
+  EXPECT_EQ(findings_view_named({"all"}).mode, FindingsView::Mode::all);
+  const FindingsView top = findings_view_named({"top", "7"});
+  EXPECT_EQ(top.mode, FindingsView::Mode::top);
+  EXPECT_EQ(top.top, 7u);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"top"}, {"top", "0"}, {"top", "-1"}, {"top", "3x"}, {"some"}, {"all", "3"}, {"top", "2", "3"}})
+    EXPECT_THROW(findings_view_named(bad), UsageError) << bad.size();
+}
+
+TEST(FindingGroups, TheTablePrintsOneLinePerKindWithinTheWidthAndSaysWhatItFolded) {
+  const RunSummary s = ranked_run();
+  const std::string table = render_summary(s, OutputFormat::table);
+  const std::string findings = table.substr(table.find("findings, by what is at stake"));
+  EXPECT_NE(findings.find("12% GPU  memset in iteration"), std::string::npos) << findings;
+  EXPECT_NE(findings.find("4.0% host  host bound"), std::string::npos) << findings;
+  EXPECT_EQ(findings.find("1 memcpy"), std::string::npos) << findings;  // folded
+  EXPECT_NE(findings.find("2 more kind(s) of finding (2 in all)"), std::string::npos) << findings;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), kTableWidth) << line;
+  // md lists each case with its figure; --findings all prints the folded ones too.
+  RenderOptions all;
+  all.findings.mode = FindingsView::Mode::all;
+  const std::string md = render_summary(s, OutputFormat::md, all);
+  EXPECT_NE(md.find("- [12% GPU] memset in iteration (manual bf16 full 1x1x256x256x64 12%, manual bf16 full "
+                    "1x1x128x128x64 9.0% and 1 more (5.0%))"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1 memcpy"), std::string::npos) << md;
+}
+
+TEST(FindingGroups, SubjectsNameBackendsOrLabels) {
+  RunSummary s = ranked_run();
+  const std::vector<FindingGroup> groups = rank_findings(s);
   EXPECT_EQ(finding_group_subject(groups[0], s), "manual, 3 cases");
   EXPECT_EQ(finding_group_subject(groups[3], s), "flash bf16 full 1x1x64x64x64");
-  FindingGroup everywhere{"x", "y", {0, 1, 2, 3, 4}};
+  FindingGroup everywhere{"x", "y", {0, 1, 2, 3, 4}, {}};
   EXPECT_EQ(finding_group_subject(everywhere, s), "all 5 cases");
-  FindingGroup across{"x", "y", {2, 3}};
+  FindingGroup across{"x", "y", {3, 2}, {}};  // named in the run's order
   EXPECT_EQ(finding_group_subject(across, s), "manual, flash, 2 cases");
-
-  const std::string table = render_summary(s, OutputFormat::table);
-  EXPECT_NE(table.find("- manual, 3 cases: 1 memset per iteration moving 4 bytes"), std::string::npos) << table;
-  EXPECT_EQ(table.find("1x1x256x256x64: 1 memset"), std::string::npos) << table;
-}
-
-TEST(FindingGroups, CasesWithoutABackendAreNamedByLabel) {
-  RunSummary s;
-  for (const char* name : {"step", "forward", "backward"}) {
-    CaseSummary c;
-    c.label = name;
-    c.findings = {memset_finding(4)};
-    s.cases.push_back(c);
-  }
-  s.cases.push_back(CaseSummary{});
-  const std::vector<FindingGroup> groups = group_findings(s);
-  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(finding_group_subject(across, s, 12), "manual +1, 2 cases");
+  for (CaseSummary& c : s.cases) c.backend.clear();
+  s.cases[0].label = "step";
+  s.cases[1].label = "forward";
+  s.cases[2].label = "backward";
   EXPECT_EQ(finding_group_subject(groups[0], s), "3 cases (step, forward, 1 more)");
 }
 
-TEST(FindingGroups, TheSampleSaysTheMaskFindingOnce) {
+TEST(FindingGroups, TheSampleOpensWithItsSurprisesThenItsCostsLargestFirst) {
   const RunSummary s = sample_summary();
   const std::string table = render_summary(s, OutputFormat::table);
   std::size_t count = 0;
@@ -214,7 +269,22 @@ TEST(FindingGroups, TheSampleSaysTheMaskFindingOnce) {
        at = table.find("causal mask is rebuilt", at + 1))
     ++count;
   EXPECT_EQ(count, 1u) << table;
-  EXPECT_NE(table.find("- math, manual:out_of_place, manual:in_place, 3 cases: the causal mask"), std::string::npos) << table;
+  EXPECT_LT(table.find("surprises (guesses the trace contradicts)"), table.find("findings, by what is at stake")) << table;
+  // The sample's findings carry their stakes, and the costs come in decreasing share.
+  const std::vector<FindingGroup> shown = select_findings(rank_findings(s), {}).shown;
+  ASSERT_GE(shown.size(), 4u);
+  std::size_t previous_at = 0;
+  double previous_share = 101;
+  for (const FindingGroup& g : shown) {
+    if (!g.lead().cost) continue;
+    EXPECT_EQ(g.lead().basis == StakeBasis::none, false) << g.kind;
+    EXPECT_LE(g.lead().share_percent, previous_share) << g.kind;
+    previous_share = g.lead().share_percent;
+    const std::size_t at = table.find(finding_kind_title(g.kind), table.find("findings, by what is at stake"));
+    ASSERT_NE(at, std::string::npos) << g.kind;
+    EXPECT_GT(at, previous_at) << g.kind;
+    previous_at = at;
+  }
 }
 
 }  // namespace
