@@ -43,7 +43,7 @@ TEST(RenderTable, TheRoofColumnFitsAndTheWideTableNamesTheBound) {
   const std::string table = render_summary(s, OutputFormat::table);
   expect_fits(table);
   EXPECT_NE(table.find(" roof"), std::string::npos) << table;
-  const std::string wide = render_summary(s, OutputFormat::table, {.wide = true});
+  const std::string wide = render_summary(s, OutputFormat::table, {.wide = true, .findings = {}});
   EXPECT_NE(wide.find("FLOP/B"), std::string::npos);
   EXPECT_NE(wide.find("memory"), std::string::npos) << wide;  // 256-token cases sit under the bandwidth roof
   const std::string csv = render_summary(s, OutputFormat::csv);
@@ -56,7 +56,7 @@ TEST(RenderTable, WideDetailsMoveToWideAndMarkdown) {
   // (cuLaunchKernelEx stays in the driver_launch finding; the launch api column goes.)
   for (const char* detail : {"launch api", "cudaLaunchKernelExC", "[384,1,1]", "p90", "plan cold/warm", "rel.err"})
     EXPECT_EQ(table.find(detail), std::string::npos) << detail;
-  const std::string wide = render_summary(s, OutputFormat::table, {.wide = true});
+  const std::string wide = render_summary(s, OutputFormat::table, {.wide = true, .findings = {}});
   const std::string md = render_summary(s, OutputFormat::md);
   for (const std::string& text : {wide, md})
     for (const char* detail : {"launch api", "cudaLaunchKernelExC", "[384,1,1]", "p90", "plan cold/warm", "rel.err",
