@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "commands/check.hpp"
+#include "commands/diff.hpp"
 #include "commands/inventory.hpp"
 #include "commands/merge.hpp"
 #include "commands/profile.hpp"
@@ -21,6 +22,8 @@
 #include "commands/run.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
+#include "diff/case_matching.hpp"
+#include "diff/render_diff.hpp"
 #include "summary/render.hpp"
 #include "trace/trace_format.hpp"
 
@@ -130,6 +133,24 @@ int main(int argc, char** argv) {
                         "report format: " + choice_list(output_format_names(RenderedReport::check)))
       ->check(CLI::IsMember(output_format_names(RenderedReport::check)));
 
+  DiffRequest diff;
+  CLI::App* diff_cmd = app.add_subcommand(
+      "diff", "what changed between two runs (folders, summaries or traces), each change stated with its noise");
+  diff_cmd->add_option("A", diff.a_path, "the earlier run: a run folder, summary.json(.gz) or trace (ours or torch.profiler's)")
+      ->required();
+  diff_cmd->add_option("B", diff.b_path, "the later run, as A")->required();
+  diff_cmd->add_option("--match", diff.match, "pair cases that differ on purpose (comma-separated rules):\n" +
+                                                  match_rules_help())
+      ->delimiter(',');
+  diff_cmd->add_option("--noise", diff.noise,
+                       "the drift floor in percent (default 10): a smaller change of median time is within noise");
+  diff_cmd->add_option("--format,-f", diff.format, summary_formats)->check(CLI::IsMember(output_format_names()));
+  diff_cmd->add_option("--html", diff.html_path, "also write A and B side by side as a self-contained HTML page here");
+  diff_cmd->footer(wrap_text(verdict_rule_text(DiffOptions{}), 110, "", "") +
+                   "\nCases are paired by backend, problem (shape, dtype, mask, pass, workload fields) and GPU ordinal;\n"
+                   "ranges of profiled programs and torch.profiler traces by name. Unpaired cases are listed, never dropped.\n"
+                   "Exit code: 0 on every valid comparison, whatever changed (check is the CI gate); 2 on bad input.");
+
   ReportRequest report;
   CLI::App* report_cmd = app.add_subcommand(
       "report", "rebuild the summary from a saved trace (attnprof's or Kineto's), or analyse a saved summary.json again");
@@ -214,6 +235,7 @@ int main(int argc, char** argv) {
     if (*devices_cmd) return devices_command();
     if (*backends_cmd) return backends_command(backends);
     if (*check_cmd) return check_command(check);
+    if (*diff_cmd) return diff_command(diff);
     if (*report_cmd) return report_command(report);
     if (*profile_cmd) return profile_command(profile);
     if (*merge_cmd) return merge_command(merge);
