@@ -331,8 +331,9 @@ std::string kernels_table(const RunSummary& s, const HumanStyle& style) {
   std::vector<Column> columns = {{"case", false, Shrink::middle, 20, 2}, {"dominant kernel", false, Shrink::end, 16, 0},
                                  {"regs", true}};
   if (wide) columns.insert(columns.end(), {{"block", true}, {"grid", true}});
-  columns.insert(columns.end(), {{"smem", true}, {"occupancy", true}, {"idle SMs", true}});
+  columns.insert(columns.end(), {{"smem", true}, {"occupancy", true}});
   if (!wide && any_achieved) columns.push_back({"achieved", true});
+  columns.push_back({"idle SMs", true});
   columns.push_back({"limited by", false, wide ? Shrink::never : Shrink::end, 10, 1});
   if (wide) columns.push_back({"launch api", false});
   if (any_dram) columns.push_back({"dram", true});
@@ -350,9 +351,9 @@ std::string kernels_table(const RunSummary& s, const HumanStyle& style) {
     if (wide) row.insert(row.end(), {format_dims(k->block), format_dims(k->grid)});
     // SMs the last wave of blocks leaves without one (all but the grid's in a single partial wave).
     const IdleSms idle = idle_sms_of(c, s.device);
-    row.insert(row.end(), {format_bytes(k->shared_bytes), occupancy,
-                           idle.known ? fmt::format("{:.0f}", idle.last_wave_idle) : ""});
+    row.insert(row.end(), {format_bytes(k->shared_bytes), occupancy});
     if (!wide && any_achieved) row.push_back(achieved);
+    row.push_back(idle.known ? fmt::format("{:.0f}", idle.last_wave_idle) : "");
     row.push_back(wide ? k->occupancy_limiter : short_limiter(k->occupancy_limiter));
     if (wide) row.push_back(k->launch_api);
     if (any_dram) {
