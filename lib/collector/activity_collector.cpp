@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 
@@ -113,6 +115,10 @@ ActivityCollector::ActivityCollector(CollectorOptions options) : options_(option
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
     if (options_.record_nvtx) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
     if (options_.record_overhead) CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD));
+    if (options_.record_memory) {
+      if (enable_optional_kind(CUPTI_ACTIVITY_KIND_MEMORY2, "CUPTI_ACTIVITY_KIND_MEMORY2", "device-memory"))
+        enable_optional_kind(CUPTI_ACTIVITY_KIND_MEMORY_POOL, "CUPTI_ACTIVITY_KIND_MEMORY_POOL", "memory-pool");
+    }
   } catch (...) {
     // No destructor runs for a constructor that throws: turn off what was turned on, free the buffers.
     shut_down();
@@ -129,13 +135,41 @@ void ActivityCollector::shut_down() noexcept {
     for (CUpti_ActivityKind kind :
          {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
           CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-          CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD})
+          CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_MEMORY2,
+          CUPTI_ACTIVITY_KIND_MEMORY_POOL})
       cuptiActivityDisable(kind);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     g_active = nullptr;
   }
   for (std::uint8_t* buffer : ready_buffers_) ::operator delete(buffer, std::align_val_t(kAlign));
   ready_buffers_.clear();
+}
+
+bool ActivityCollector::enable_optional_kind(CUpti_ActivityKind kind, const char* name, const char* records) {
+  const CUptiResult status = cuptiActivityEnable(kind);
+  if (status == CUPTI_SUCCESS) return true;
+  const char* text = nullptr;
+  if (cuptiGetResultString(status, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown CUPTI error";
+  std::string note = fmt::format("no {} records: cuptiActivityEnable({}) failed: {} (CUptiResult {})", records, name,
+                                 text, static_cast<int>(status));
+  if (options_.print_notes) {
+    // Once per process: a sweep that makes a collector per run should not repeat it.
+    static std::once_flag printed;
+    std::call_once(printed, [&] { std::fprintf(stderr, "attnprof: %s\n", note.c_str()); });
+  }
+  enable_notes_.push_back(std::move(note));
+  return false;
+}
+
+std::vector<std::string> ActivityCollector::notes() const {
+  std::vector<std::string> notes = enable_notes_;
+  RecordConversion::MemoryRecordCounts counts;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counts = conversion_.memory_counts;
+  }
+  for (std::string& note : memory_record_notes(counts)) notes.push_back(std::move(note));
+  return notes;
 }
 
 std::uint64_t ActivityCollector::now_ns() {

@@ -1,10 +1,13 @@
 // The CUPTI Activity API collector: kernels (concurrent), memcpy, memset, runtime and driver
-// API calls, NVTX markers and CUPTI's own overhead. Buffers come back asynchronously on CUPTI's
-// thread; drain() force-flushes and hands over every record since the last drain, with each
-// kernel/memcpy/memset joined to the API call that launched it and tagged with the sweep
-// position (case, phase, iteration) the runner pushed as an external correlation id.
+// API calls, NVTX markers, CUPTI's own overhead, device-memory allocations and releases.
+// Buffers come back asynchronously on CUPTI's thread; drain() force-flushes and hands over every
+// record since the last drain, with each kernel/memcpy/memset/allocation joined to the API call
+// that made it and tagged with the sweep position (case, phase, iteration) the runner pushed as
+// an external correlation id.
 // Dropped records are counted, never silent.
 #pragma once
+
+#include <cupti.h>
 
 #include <cstdint>
 #include <mutex>
@@ -42,6 +45,9 @@ class ActivityCollector {
   trace::CaptureHealth health() const;
   std::uint64_t buffers_completed() const;
   static std::string cupti_version_text();
+  // What the capture lacks or guessed, one line each: an optional activity kind the driver
+  // refused (memory records), memory records of values this build's CUPTI does not name.
+  std::vector<std::string> notes() const;
 
   // Called from CUPTI's buffer callbacks.
   void on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
@@ -52,10 +58,14 @@ class ActivityCollector {
   // What the destructor does, also for a constructor that fails part-way: CUPTI's activity kinds
   // off (after a last flush) and the ready buffers freed.
   void shut_down() noexcept;
+  // Enables a kind the run can do without: a refusal becomes a note ("no <records> records: ..."),
+  // not an error. Returns whether it is on.
+  bool enable_optional_kind(CUpti_ActivityKind kind, const char* name, const char* records);
 
   CollectorOptions options_;
   mutable std::mutex mutex_;     // guards conversion_: CUPTI's thread converts, drain() takes
   RecordConversion conversion_;
+  std::vector<std::string> enable_notes_;  // optional kinds refused; written by the constructor only
 
   // The buffer pool has a lock of its own: a request comes from the launching thread when its
   // buffer is full, and must not wait while CUPTI's thread parses another buffer under mutex_.

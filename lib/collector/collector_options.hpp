@@ -31,6 +31,12 @@ struct CollectorOptions {
   // that launch nothing (synchronizations, allocations) are gone; cheaper per launch
   // (docs/perf/NOTES.md, "profile overhead").
   bool record_runtime = true;
+  // Device-memory allocations and releases (CUPTI_ACTIVITY_KIND_MEMORY2) and memory-pool records.
+  // A driver that refuses them leaves the collector without them, with a note (notes()).
+  bool record_memory = true;
+  // Print each of the collector's notes once on stderr as it arises; off for a caller that
+  // reports ActivityCollector::notes() itself (the profiled process's side does).
+  bool print_notes = true;
 };
 
 // `base` with the ATTNPROF_CUPTI_* environment variables applied, for measuring the collector's

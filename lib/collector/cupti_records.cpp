@@ -6,21 +6,29 @@
 #include <fmt/format.h>
 
 #include "collector/sweep_tags.hpp"
+#include "trace/trace_keys.hpp"
 
 namespace attnprof {
 namespace {
 
-const char* memory_kind_name(unsigned kind) {
+// CUPTI's memory kind by name; an empty view for UNKNOWN and for values this build's CUPTI does not name.
+std::string_view known_memory_kind(unsigned kind) {
+  namespace name = trace::memory_kind;
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device static";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed static";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return name::kPageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return name::kPinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return name::kDevice;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return name::kArray;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return name::kManaged;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return name::kDeviceStatic;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return name::kManagedStatic;
+    default: return {};
   }
+}
+
+std::string memory_kind_name(unsigned kind) {
+  const std::string_view known = known_memory_kind(kind);
+  return std::string(known.empty() ? trace::memory_kind::kUnknown : known);
 }
 
 trace::MemcpyKind memcpy_kind(unsigned kind) {
@@ -85,6 +93,44 @@ const std::string& api_name(RecordConversion& state, bool driver, std::uint32_t 
     it = state.api_names.emplace(key, std::move(name)).first;
   }
   return it->second;
+}
+
+// CUPTI's "no context" and "not stream-ordered" ids are 0 in the model, as in the trace.
+std::uint32_t id_or_zero(std::uint32_t id, std::uint32_t invalid) { return id == invalid ? 0 : id; }
+
+// An allocation or release; a record of an operation type this build does not know is counted.
+void convert_memory(const CUpti_ActivityMemory4& r, RecordConversion& state) {
+  trace::MemoryActivity m;
+  switch (r.memoryOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION: m.operation = trace::MemoryOperation::allocation; break;
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE: m.operation = trace::MemoryOperation::release; break;
+    default: ++state.memory_counts.unknown_operation; return;
+  }
+  if (r.timestamp == 0) {
+    ++state.health.invalid_timestamps;
+    return;
+  }
+  m.start_ns = r.timestamp;
+  m.address = r.address;
+  m.bytes = r.bytes;
+  m.memory_kind = memory_kind_name(r.memoryKind);
+  if (known_memory_kind(r.memoryKind).empty()) ++state.memory_counts.unknown_kind;
+  m.device = r.deviceId;
+  m.context = id_or_zero(r.contextId, CUPTI_INVALID_CONTEXT_ID);
+  m.stream = id_or_zero(r.streamId, CUPTI_INVALID_STREAM_ID);
+  m.process = r.processId;
+  m.correlation = r.correlationId;
+  switch (r.memoryPoolConfig.memoryPoolType) {
+    case CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID: break;  // not from a pool
+    case CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL: m.pool_type = trace::pool_type::kLocal; break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED: m.pool_type = trace::pool_type::kImported; break;
+    default:
+      m.pool_type = trace::pool_type::kUnknown;
+      ++state.memory_counts.unknown_pool_type;
+      break;
+  }
+  if (!m.pool_type.empty()) m.pool_address = r.memoryPoolConfig.address;
+  state.batch.memory.push_back(std::move(m));
 }
 
 }  // namespace
@@ -192,6 +238,13 @@ void convert_record(const CUpti_Activity& record, RecordConversion& state) {
       }
       return;
     }
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      convert_memory(*static_cast<const CUpti_ActivityMemory4*>(raw), state);
+      return;
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+      // Each allocation record names its pool already; the pool's own life has no place in the model.
+      ++state.memory_counts.pool_operations;
+      return;
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const auto* r = static_cast<const CUpti_ActivityOverhead3*>(raw);
       trace::OverheadActivity o;
@@ -227,6 +280,35 @@ void join_launches(trace::ActivityBatch& batch, const std::unordered_map<std::ui
   join(batch.kernels);
   join(batch.memcpys);
   join(batch.memsets);
+  for (trace::MemoryActivity& m : batch.memory) {
+    if (m.correlation == 0) continue;  // made outside any API call (context creation, module loading)
+    if (auto it = calls.find(m.correlation); it != calls.end()) {
+      m.api = it->second->name;
+      m.tag = it->second->tag;
+      m.thread = it->second->thread;
+    } else if (auto ext = external_ids.find(m.correlation); ext != external_ids.end()) {
+      m.tag = decode_tag(ext->second);
+    }
+  }
+}
+
+std::vector<std::string> memory_record_notes(const RecordConversion::MemoryRecordCounts& counts) {
+  std::vector<std::string> notes;
+  if (counts.unknown_operation > 0)
+    notes.push_back(fmt::format("{} memory record(s) of an operation type this build's CUPTI does not name were left "
+                                "out (neither allocation nor release)",
+                                counts.unknown_operation));
+  if (counts.unknown_kind > 0)
+    notes.push_back(fmt::format("{} memory record(s) of an unknown memory kind were kept as \"{}\"", counts.unknown_kind,
+                                trace::memory_kind::kUnknown));
+  if (counts.unknown_pool_type > 0)
+    notes.push_back(fmt::format("{} memory record(s) from a memory pool of a type this build's CUPTI does not name were "
+                                "kept with pool type \"{}\"",
+                                counts.unknown_pool_type, trace::pool_type::kUnknown));
+  if (counts.pool_operations > 0)
+    notes.push_back(fmt::format("{} memory pool operation(s) (created, destroyed, trimmed) were counted, not traced",
+                                counts.pool_operations));
+  return notes;
 }
 
 void close_open_markers(RecordConversion& state, std::uint64_t end_ns) {

@@ -139,6 +139,7 @@ CaseAssignment assign_cases_from_annotations(ActivityBatch& batch) {
     for (KernelActivity& k : batch.kernels) k.tag = whole;
     for (MemcpyActivity& m : batch.memcpys) m.tag = whole;
     for (MemsetActivity& m : batch.memsets) m.tag = whole;
+    for (MemoryActivity& m : batch.memory) m.tag = whole;
     for (ApiCall& c : batch.api_calls) c.tag = whole;
     return out;
   }
@@ -176,6 +177,12 @@ CaseAssignment assign_cases_from_annotations(ActivityBatch& batch) {
   tag_all(batch.kernels);
   tag_all(batch.memcpys);
   tag_all(batch.memsets);
+  // An allocation takes its call's tag; one without a recorded call (Kineto's "[memory]" events
+  // have none) takes the range around it on its own thread, as a launch would.
+  for (MemoryActivity& m : batch.memory) {
+    auto it = m.correlation != 0 ? calls.find(m.correlation) : calls.end();
+    m.tag = it != calls.end() ? it->second->tag : index.tag_for_launch(m.process, m.thread, m.start_ns);
+  }
   return out;
 }
 

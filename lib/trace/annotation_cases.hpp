@@ -100,7 +100,8 @@ inline constexpr const char* kWholeRunCase = "whole run";
 
 // Tags every GPU record of `batch` (and the API call that launched it, and the top-level host
 // ranges) with its case and iteration; phase is always `iteration`. GPU work outside every
-// range stays untagged and is not counted.
+// range stays untagged and is not counted. Memory allocations and releases are tagged as the
+// call that made them, or, without one, as work launched from their thread at their time.
 CaseAssignment assign_cases_from_annotations(ActivityBatch& batch);
 
 }  // namespace attnprof::trace

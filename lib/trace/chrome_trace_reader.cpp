@@ -52,7 +52,8 @@ enum class ArgField {
   static_shared_memory, dynamic_shared_memory, local_memory_per_thread, shared_memory_config, bytes, value,
   grid, block, cluster, carveout, achieved_occupancy,
   copy_kind, launch_api, case_index, iteration, phase, case_label, backend, name, labels, dram_throughput,
-  dram_bandwidth, tensor_pipe,
+  dram_bandwidth, tensor_pipe, device_type, device_id, addr, memory_bytes, operation, memory_kind, api,
+  pool_address, pool_type, role,
 };
 
 // The args attnprof reads; every other arg is skipped unread.
@@ -89,6 +90,16 @@ const KeyTable<ArgField>& arg_fields() {
       {arg::kDramThroughput, ArgField::dram_throughput},
       {arg::kDramBandwidth, ArgField::dram_bandwidth},
       {arg::kTensorPipeActive, ArgField::tensor_pipe},
+      {arg::kDeviceType, ArgField::device_type},
+      {arg::kDeviceId, ArgField::device_id},
+      {arg::kAddr, ArgField::addr},
+      {arg::kMemoryBytes, ArgField::memory_bytes},
+      {arg::kOperation, ArgField::operation},
+      {arg::kMemoryKind, ArgField::memory_kind},
+      {arg::kApi, ArgField::api},
+      {arg::kPoolAddress, ArgField::pool_address},
+      {arg::kPoolType, ArgField::pool_type},
+      {arg::kRole, ArgField::role},
   };
   return table;
 }
@@ -128,6 +139,13 @@ constexpr std::int64_t kMaxCount = (std::int64_t{1} << 31) - 1;  // grid sizes, 
 constexpr std::int64_t kMaxBlockThreads = std::int64_t{1} << 14;
 constexpr std::int64_t kMaxRegisters = std::int64_t{1} << 16;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 24;        // shared and local memory sizes
+
+// An address: unsigned as we write it, or signed as Kineto does (intptr_t); its 64 bits either way.
+std::uint64_t read_address(JsonPullParser& p, std::string_view what) {
+  if (p.last() != JsonToken::number) p.fail_type(what, "an integer");
+  if (!p.text().empty() && p.text().front() == '-') return static_cast<std::uint64_t>(p.as_int64(what));
+  return p.as_uint64(what);
+}
 
 // [x, y, z] (Kineto's grid/block); fewer elements are padded with 1, each within [0, high].
 std::array<int, 3> read_dims(JsonPullParser& p, std::string_view what, std::int64_t high) {
@@ -204,6 +222,16 @@ void read_args(JsonPullParser& p, TraceEventArgs& a) {
       case ArgField::dram_throughput: a.dram_throughput_percent = read_number(p, kArgPath<arg::kDramThroughput>.view()); break;
       case ArgField::dram_bandwidth: a.dram_gb_per_second = read_number(p, kArgPath<arg::kDramBandwidth>.view()); break;
       case ArgField::tensor_pipe: a.tensor_pipe_percent = read_number(p, kArgPath<arg::kTensorPipeActive>.view()); break;
+      case ArgField::device_type: a.device_type = read_int(p, kArgPath<arg::kDeviceType>.view()); break;
+      case ArgField::device_id: a.device_id = read_int(p, kArgPath<arg::kDeviceId>.view()); break;
+      case ArgField::addr: a.addr = read_address(p, kArgPath<arg::kAddr>.view()); break;
+      case ArgField::memory_bytes: a.memory_bytes = read_int(p, kArgPath<arg::kMemoryBytes>.view()); break;
+      case ArgField::operation: a.operation = read_string(p, kArgPath<arg::kOperation>.view()); break;
+      case ArgField::memory_kind: a.memory_kind = read_string(p, kArgPath<arg::kMemoryKind>.view()); break;
+      case ArgField::api: a.api = read_string(p, kArgPath<arg::kApi>.view()); break;
+      case ArgField::pool_address: a.pool_address = read_address(p, kArgPath<arg::kPoolAddress>.view()); break;
+      case ArgField::pool_type: a.pool_type = read_string(p, kArgPath<arg::kPoolType>.view()); break;
+      case ArgField::role: a.role = read_string(p, kArgPath<arg::kRole>.view()); break;
       case ArgField::name:
         // Only metadata events carry a string name in args; anything else is not ours to judge.
         if (p.last() == JsonToken::string) a.metadata_name = p.text();
@@ -275,14 +303,16 @@ void TraceEventArgs::clear() {
   for (std::optional<std::int64_t>* v :
        {&correlation, &device, &context, &stream, &cbid, &return_value, &registers_per_thread, &shared_memory,
         &static_shared_memory, &dynamic_shared_memory, &local_memory_per_thread, &shared_memory_config, &bytes, &value,
-        &carveout_percent, &case_index, &iteration})
+        &carveout_percent, &case_index, &iteration, &device_type, &device_id, &memory_bytes})
     v->reset();
+  addr.reset();
+  pool_address.reset();
   for (std::optional<std::array<int, 3>>* v : {&grid, &block, &cluster}) v->reset();
   for (std::optional<double>* v : {&achieved_occupancy_percent,
                                    &dram_throughput_percent, &dram_gb_per_second, &tensor_pipe_percent})
     v->reset();
-  for (ReusableText* v : {&copy_kind, &launch_api, &phase, &case_label,
-                          &backend, &metadata_name, &metadata_labels})
+  for (ReusableText* v : {&copy_kind, &launch_api, &phase, &case_label, &backend, &metadata_name, &metadata_labels,
+                          &operation, &memory_kind, &api, &pool_type, &role})
     v->reset();
 }
 
@@ -532,7 +562,64 @@ KernelActivity TraceEventConverter::kernel(const TraceEvent& e, const TraceDocum
   return k;
 }
 
+void TraceEventConverter::set_note(std::optional<std::size_t>& slot, std::string text) {
+  if (!slot) {
+    slot = notes_.size();
+    notes_.emplace_back();
+  }
+  notes_[*slot] = std::move(text);
+}
+
+std::optional<MemoryActivity> TraceEventConverter::memory(const TraceEvent& e, std::uint64_t start) {
+  const TraceEventArgs& a = e.args;
+  // Ours name the memory kind; Kineto's are CUDA (1) or some other device's memory, the CPU's (0) included.
+  if (!a.memory_kind && a.device_type.value_or(kineto_device_type::kCuda) != kineto_device_type::kCuda) {
+    ++foreign_memory_events_;
+    set_note(foreign_memory_note_,
+             fmt::format("{} \"{}\" event(s) of memory not on a CUDA device ({} other than {}) left out",
+                         foreign_memory_events_, event_name::kMemory, kQuoted<arg::kDeviceType>.view(),
+                         kineto_device_type::kCuda));
+    return std::nullopt;
+  }
+  MemoryActivity m;
+  const std::int64_t bytes = a.memory_bytes.value_or(0);
+  std::optional<MemoryOperation> operation;
+  if (a.operation) operation = parse_memory_operation(*a.operation);
+  m.operation = operation.value_or(bytes < 0 ? MemoryOperation::release : MemoryOperation::allocation);
+  m.bytes = bytes < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
+  m.start_ns = start;
+  m.address = a.addr.value_or(0);
+  m.memory_kind = a.memory_kind.value_or(memory_kind::kDevice);  // Kineto's CUDA events: the caching allocator's
+  m.device = a.device_id && *a.device_id >= 0 ? u32(a.device_id) : 0;
+  m.context = u32(a.context);
+  m.stream = u32(a.stream);
+  m.process = static_cast<std::uint32_t>(e.pid);
+  m.thread = static_cast<std::uint32_t>(e.tid);
+  m.correlation = u32(a.correlation);
+  m.api = a.api.value_or("");
+  m.pool_address = a.pool_address.value_or(0);
+  m.pool_type = a.pool_type.value_or("");
+  m.role = a.role.value_or("");
+  m.tag = tag_of(a);
+
+  const LiveAllocation key{e.pid, m.address};
+  if (m.operation == MemoryOperation::allocation) {
+    live_allocations_.insert(key);
+  } else if (live_allocations_.erase(key) == 0) {
+    ++releases_without_allocation_;
+    set_note(releases_note_, fmt::format("{} memory release(s) of an allocation the trace does not hold (made before "
+                                         "it began)",
+                                         releases_without_allocation_));
+  }
+  return m;
+}
+
 std::optional<Activity> TraceEventConverter::convert(const TraceEvent& e, const TraceDocument& doc) {
+  if (e.ph == ph::kInstant && e.name == event_name::kMemory && e.ts_ns) {
+    std::optional<MemoryActivity> m = memory(e, to_ns(*e.ts_ns, doc));
+    if (!m) return std::nullopt;
+    return std::move(*m);
+  }
   if (e.ph != ph::kComplete || !e.ts_ns) return std::nullopt;
   const std::string& cat = e.cat;
   const std::uint64_t start = to_ns(*e.ts_ns, doc);

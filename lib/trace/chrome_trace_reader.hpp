@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,11 @@ struct TraceEventArgs {
   ReusableText phase, case_label, backend;
   ReusableText metadata_name;    // args.name of an "M" event
   ReusableText metadata_labels;  // args.labels of an "M" event (Kineto's process_labels: "GPU 0")
+  // A "[memory]" event's: Kineto's (Bytes is negative for a release; Addr is signed in Kineto's,
+  // unsigned in ours, kept as its 64 bits) and ours.
+  std::optional<std::int64_t> device_type, device_id, memory_bytes;
+  std::optional<std::uint64_t> addr, pool_address;
+  ReusableText operation, memory_kind, api, pool_type, role;
 
   // Everything unset again; the text fields keep their storage. (Lists every field: add new ones.)
   void clear();
@@ -110,9 +116,13 @@ DeviceProperties device_properties_from_json(const nlohmann::json& entry);
 std::int64_t timestamp_shift(std::optional<std::uint64_t> base_time_ns, std::int64_t first_ts_ns);
 
 // Turns trace events into activities of the model: kernels, memcpys, memsets, runtime/driver
-// calls, host and GPU annotations, overheads. Sweep tags come from our "case index"/"phase"/
+// calls, host and GPU annotations, overheads, memory allocations and releases ("[memory]"
+// instant events, ours and Kineto's). Sweep tags come from our "case index"/"phase"/
 // "iteration" args when present. A kernel's derived facts (occupancy) are not read back: the
-// reader's caller computes them from the kernel's resources (trace/annotate.hpp).
+// reader's caller computes them from the kernel's resources (trace/annotate.hpp); nor are a
+// memory event's totals, nor our "device memory in use" counter events (derived from the rest).
+// Kineto's "[memory]" events of CPU (and other non-CUDA) memory are left out, counted in a note;
+// so are releases whose allocation the trace does not hold (it began after it), which are kept.
 class TraceEventConverter {
  public:
   std::optional<Activity> convert(const TraceEvent& event, const TraceDocument& document);
@@ -125,6 +135,21 @@ class TraceEventConverter {
  private:
   std::uint64_t to_ns(std::int64_t ts_ns, const TraceDocument& document);
   KernelActivity kernel(const TraceEvent& e, const TraceDocument& document, std::uint64_t start, std::uint64_t end);
+  std::optional<MemoryActivity> memory(const TraceEvent& e, std::uint64_t start);
+  // Keeps notes_[slot] saying `text` (added the first time).
+  void set_note(std::optional<std::size_t>& slot, std::string text);
+
+  // Addresses allocated and not yet released, by process: what tells a release without its allocation.
+  struct LiveAllocation {
+    std::uint64_t process = 0, address = 0;
+    bool operator==(const LiveAllocation&) const = default;
+  };
+  struct LiveAllocationHash {
+    std::size_t operator()(const LiveAllocation& a) const { return std::hash<std::uint64_t>()(a.address * 31 + a.process); }
+  };
+  std::unordered_set<LiveAllocation, LiveAllocationHash> live_allocations_;
+  std::uint64_t releases_without_allocation_ = 0, foreign_memory_events_ = 0;
+  std::optional<std::size_t> releases_note_, foreign_memory_note_;
 
   std::optional<std::int64_t> shift_;  // added to every ts: baseTimeNanoseconds for relative traces
   std::optional<DeviceProperties> fallback_device_;

@@ -301,6 +301,15 @@ void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t str
   const std::uint32_t pid = gpu_pid(device);
   if (last_gpu_track_ == std::pair{pid, stream}) return;  // the common case: the same stream again
   last_gpu_track_ = {pid, stream};
+  ensure_gpu_process(device);
+  if (gpu_tracks_.insert({pid, stream}).second) {
+    write_metadata_event(metadata::kThreadName, pid, stream, metadata::kNameArg, json_of(fmt::format("stream {}", stream)));
+    write_metadata_event(metadata::kThreadSortIndex, pid, stream, metadata::kSortIndexArg, std::to_string(stream));
+  }
+}
+
+void ChromeTraceWriter::ensure_gpu_process(std::uint32_t device) {
+  const std::uint32_t pid = gpu_pid(device);
   if (gpu_processes_.insert(pid).second) {
     std::string name = source_.gpu_process_prefix + fmt::format("{}{}", event_name::kGpuProcessPrefix, device);
     for (const DeviceProperties& d : header_.devices)
@@ -311,10 +320,6 @@ void ChromeTraceWriter::ensure_gpu_track(std::uint32_t device, std::uint32_t str
     write_metadata_event(metadata::kProcessName, pid, std::nullopt, metadata::kNameArg, json_of(name));
     write_metadata_event(metadata::kProcessSortIndex, pid, std::nullopt, metadata::kSortIndexArg,
                          std::to_string(source_.sort_index_base + kGpuSortIndexBase + static_cast<int>(device)));
-  }
-  if (gpu_tracks_.insert({pid, stream}).second) {
-    write_metadata_event(metadata::kThreadName, pid, stream, metadata::kNameArg, json_of(fmt::format("stream {}", stream)));
-    write_metadata_event(metadata::kThreadSortIndex, pid, stream, metadata::kSortIndexArg, std::to_string(stream));
   }
 }
 
@@ -650,6 +655,86 @@ void ChromeTraceWriter::write(const OverheadActivity& o) {
   flush_if_large();
 }
 
+void ChromeTraceWriter::write(const MemoryActivity& m) {
+  const bool host = is_host_memory(m.memory_kind);
+  // The running total of what the process holds on the device (or, for host memory, on the host):
+  // Kineto's "Total Allocated", and the counter track's value. A release of memory allocated before
+  // the trace began stops at zero.
+  const std::uint32_t holder = host ? source_.host_process : gpu_pid(m.device);
+  std::uint64_t& in_use = memory_in_use_[{host, holder}];
+  if (m.operation == MemoryOperation::allocation) in_use += m.bytes;
+  else in_use -= std::min(in_use, m.bytes);
+
+  ensure_host_track(m.thread);
+  begin_event();
+  static constexpr JoinedText kHead =
+      join({"{\"", event_key::kPh, "\":\"", ph::kInstant, "\",\"", event_key::kCat, "\":\"", category::kCpuInstantEvent,
+            "\",\"", event_key::kScope, "\":\"", ph::kThreadScope, "\",\"", event_key::kName, "\":\"", event_name::kMemory,
+            "\""});
+  put(buffer_, kHead);
+  write_track(source_.host_process, m.thread);
+  append_ts(m.start_ns);
+  put(buffer_, kFirstArg<arg::kDeviceType>);
+  put_int(buffer_, host ? kineto_device_type::kCpu : kineto_device_type::kCuda);
+  put(buffer_, kMember<arg::kDeviceId>);
+  put_int(buffer_, m.device);
+  put(buffer_, kMember<arg::kAddr>);
+  put_int(buffer_, m.address);
+  put(buffer_, kMember<arg::kMemoryBytes>);
+  if (m.operation == MemoryOperation::release && m.bytes > 0) put(buffer_, "-");
+  put_int(buffer_, m.bytes);
+  // CUPTI sees what the driver hands out: every byte allocated is also reserved.
+  put(buffer_, kMember<arg::kTotalAllocated>);
+  put_int(buffer_, in_use);
+  put(buffer_, kMember<arg::kTotalReserved>);
+  put_int(buffer_, in_use);
+  put(buffer_, kMember<arg::kOperation>);
+  put(buffer_, "\"");
+  put(buffer_, to_string(m.operation));
+  put(buffer_, "\"");
+  put(buffer_, kMember<arg::kMemoryKind>);
+  append_json_string(buffer_, m.memory_kind);
+  put(buffer_, kMember<arg::kContext>);
+  put_int(buffer_, m.context);
+  put(buffer_, kMember<arg::kStream>);
+  put_int(buffer_, m.stream);
+  put(buffer_, kMember<arg::kCorrelation>);
+  put_int(buffer_, m.correlation);
+  if (!m.api.empty()) {
+    put(buffer_, kMember<arg::kApi>);
+    append_json_string(buffer_, m.api);
+  }
+  if (!m.pool_type.empty() || m.pool_address != 0) {
+    put(buffer_, kMember<arg::kPoolAddress>);
+    put_int(buffer_, m.pool_address);
+    put(buffer_, kMember<arg::kPoolType>);
+    append_json_string(buffer_, m.pool_type);
+  }
+  if (!m.role.empty()) {
+    put(buffer_, kMember<arg::kRole>);
+    append_json_string(buffer_, m.role);
+  }
+  write_case_args(m.tag);
+  put(buffer_, "}}");
+
+  if (!host) {
+    // The counter track Perfetto draws as a graph under the GPU's process: one value per change.
+    ensure_gpu_process(m.device);
+    begin_event();
+    static constexpr JoinedText kCounterHead =
+        join({"{\"", event_key::kPh, "\":\"", ph::kCounter, "\",\"", event_key::kName, "\":\"",
+              event_name::kDeviceMemoryInUse, "\""});
+    put(buffer_, kCounterHead);
+    put(buffer_, kMember<event_key::kPid>);
+    put_int(buffer_, holder);
+    append_ts(m.start_ns);
+    put(buffer_, kFirstArg<arg::kBytes>);
+    put_int(buffer_, in_use);
+    put(buffer_, "}}");
+  }
+  flush_if_large();
+}
+
 void ChromeTraceWriter::write(const ActivityBatch& batch) {
   for (const ApiCall& c : batch.api_calls) write(c);
   for (const KernelActivity& k : batch.kernels) write(k);
@@ -657,6 +742,14 @@ void ChromeTraceWriter::write(const ActivityBatch& batch) {
   for (const MemsetActivity& m : batch.memsets) write(m);
   for (const Annotation& a : batch.annotations) write(a);
   for (const OverheadActivity& o : batch.overheads) write(o);
+  // In time order, so that the running totals are those of each moment: CUPTI hands buffers
+  // over per thread, not in time order.
+  std::vector<const MemoryActivity*> memory;
+  memory.reserve(batch.memory.size());
+  for (const MemoryActivity& m : batch.memory) memory.push_back(&m);
+  std::stable_sort(memory.begin(), memory.end(),
+                   [](const MemoryActivity* a, const MemoryActivity* b) { return a->start_ns < b->start_ns; });
+  for (const MemoryActivity* m : memory) write(*m);
 }
 
 void ChromeTraceWriter::write(const FlowEvent& flow) {

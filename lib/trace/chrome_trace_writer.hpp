@@ -1,8 +1,8 @@
 // Streams the event model to a Chrome-trace JSON file in the schema PyTorch's profiler
 // (Kineto) writes, so Perfetto, chrome://tracing and HTA read it unchanged. Memory stays flat:
 // each event is formatted into a small buffer and written out; nothing is kept per event, only
-// the tracks already named and, per case and per kernel launch configuration, their args as
-// already formatted. Events are written one per line without spaces (the header is indented).
+// the tracks already named, per case and per kernel launch configuration their args as
+// already formatted, and per GPU the bytes of device memory in use. Events are written one per line without spaces (the header is indented).
 // With TraceFormat::json_gz the same text is deflated into gzip as it is flushed.
 #pragma once
 
@@ -94,6 +94,11 @@ class ChromeTraceWriter {
   void write(const ApiCall& call);
   void write(const Annotation& annotation);
   void write(const OverheadActivity& overhead);
+  // Kineto's "[memory]" instant event on the host thread that made the call, and for device
+  // memory the next value of the GPU's "device memory in use" counter track. Give them in time
+  // order: the running totals (the events' "Total Allocated", the counter) follow the order given.
+  void write(const MemoryActivity& memory);
+  // Everything in `batch`; its memory events sorted by time first.
   void write(const ActivityBatch& batch);
   void write(const FlowEvent& flow);
 
@@ -127,6 +132,7 @@ class ChromeTraceWriter {
   void flush_if_large();
   void ensure_host_track(std::uint32_t thread);
   void ensure_gpu_track(std::uint32_t device, std::uint32_t stream);
+  void ensure_gpu_process(std::uint32_t device);
   std::uint32_t gpu_pid(std::uint32_t device) const { return source_.gpu_pid_base + device; }
   void write_metadata_event(std::string_view what, std::uint32_t pid, std::optional<std::uint32_t> tid,
                             std::string_view key, std::string_view value_json);
@@ -175,6 +181,8 @@ class ChromeTraceWriter {
     std::string json;
   };
   std::array<FormattedShape, 64> kernel_shapes_;
+  // Bytes held, by (host memory?, the pid of the process holding it): GPU pids for device memory.
+  std::map<std::pair<bool, std::uint32_t>, std::uint64_t> memory_in_use_;
   std::uint64_t events_ = 0;
   bool finished_ = false;
 };

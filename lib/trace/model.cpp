@@ -47,6 +47,16 @@ MemcpyKind parse_memcpy_kind(const std::string& text) {
   return MemcpyKind::unknown;
 }
 
+const char* to_string(MemoryOperation operation) {
+  return operation == MemoryOperation::allocation ? "allocation" : "release";
+}
+
+std::optional<MemoryOperation> parse_memory_operation(const std::string& text) {
+  for (MemoryOperation op : {MemoryOperation::allocation, MemoryOperation::release})
+    if (text == to_string(op)) return op;
+  return std::nullopt;
+}
+
 std::uint64_t start_of(const Activity& activity) {
   return std::visit([](const auto& a) { return a.start_ns; }, activity);
 }
@@ -63,7 +73,7 @@ bool ActivityBatch::empty() const { return size() == 0; }
 
 std::size_t ActivityBatch::size() const {
   return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + annotations.size() +
-         overheads.size();
+         overheads.size() + memory.size();
 }
 
 namespace {
@@ -81,6 +91,7 @@ void ActivityBatch::append(ActivityBatch&& other) {
   move_append(api_calls, other.api_calls);
   move_append(annotations, other.annotations);
   move_append(overheads, other.overheads);
+  move_append(memory, other.memory);
 }
 
 }  // namespace attnprof::trace

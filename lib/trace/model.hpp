@@ -76,6 +76,36 @@ struct MemsetActivity : GpuActivity {
   std::string memory;  // "Device", ...
 };
 
+// A device-memory allocation or release: CUPTI's memory activity record (CUPTI_ACTIVITY_KIND_MEMORY2),
+// or a Kineto "[memory]" event read back. Its case tag is the tag of the API call that made it
+// (by correlation id); a release keeps the address and bytes of what it frees.
+enum class MemoryOperation : std::uint8_t { allocation, release };
+const char* to_string(MemoryOperation operation);  // "allocation", "release"
+std::optional<MemoryOperation> parse_memory_operation(const std::string& text);
+
+struct MemoryActivity {
+  MemoryOperation operation = MemoryOperation::allocation;
+  std::uint64_t start_ns = 0;   // when it happened (CUPTI's timestamp)
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  std::string memory_kind;      // "Device", "Pinned", "Managed", "Pageable", "Array", "Unknown"
+  std::uint32_t device = 0;
+  std::uint32_t context = 0;
+  std::uint32_t stream = 0;     // a stream-ordered (cudaMallocAsync) operation's stream, else 0
+  std::uint32_t process = 0;
+  std::uint32_t thread = 0;
+  std::uint32_t correlation = 0;
+  std::string api;              // the API call that made it, where known ("cudaMalloc", "cuMemFree_v2", ...)
+  std::uint64_t pool_address = 0;  // the memory pool a stream-ordered allocation came from (0: none)
+  std::string pool_type;           // "local", "imported", or "" outside a pool
+  std::string role;             // what the backend calls the buffer ("scores", "workspace", "q", ...), where it names it
+  // Not a record of this batch: an allocation an earlier case made and left live (a backend keeps
+  // its buffers from case to case), carried into the case's batch by the runner (start_ns 0) so
+  // the case's memory counts what it holds. Never written to the trace.
+  bool carried = false;
+  SweepTag tag;
+};
+
 enum class ApiDomain : std::uint8_t { runtime, driver };
 
 // A CUDA runtime or driver API call on a host thread.
@@ -114,7 +144,8 @@ struct OverheadActivity {
   std::uint32_t thread = 0;
 };
 
-using Activity = std::variant<KernelActivity, MemcpyActivity, MemsetActivity, ApiCall, Annotation, OverheadActivity>;
+using Activity =
+    std::variant<KernelActivity, MemcpyActivity, MemsetActivity, ApiCall, Annotation, OverheadActivity, MemoryActivity>;
 
 std::uint64_t start_of(const Activity& activity);
 
@@ -139,6 +170,7 @@ struct ActivityBatch {
   std::vector<ApiCall> api_calls;
   std::vector<Annotation> annotations;
   std::vector<OverheadActivity> overheads;
+  std::vector<MemoryActivity> memory;
 
   bool empty() const;
   std::size_t size() const;

@@ -63,6 +63,7 @@ inline constexpr std::string_view kTs = "ts";
 inline constexpr std::string_view kDur = "dur";
 inline constexpr std::string_view kId = "id";
 inline constexpr std::string_view kBp = "bp";
+inline constexpr std::string_view kScope = "s";  // an instant event's scope
 inline constexpr std::string_view kArgs = "args";
 }  // namespace event_key
 
@@ -73,6 +74,9 @@ inline constexpr std::string_view kMetadata = "M";
 inline constexpr std::string_view kFlowStart = "s";
 inline constexpr std::string_view kFlowEnd = "f";
 inline constexpr std::string_view kEnclosingSlice = "e";  // "bp": a flow that ends on the slice around it
+inline constexpr std::string_view kInstant = "i";         // Kineto's "[memory]" events
+inline constexpr std::string_view kThreadScope = "t";     // "s": an instant event on its thread's track
+inline constexpr std::string_view kCounter = "C";         // the "device memory in use" track
 }  // namespace ph
 
 // The values of "cat".
@@ -85,6 +89,7 @@ inline constexpr std::string_view kCudaDriver = "cuda_driver";
 inline constexpr std::string_view kUserAnnotation = "user_annotation";
 inline constexpr std::string_view kGpuUserAnnotation = "gpu_user_annotation";
 inline constexpr std::string_view kOverhead = "overhead";
+inline constexpr std::string_view kCpuInstantEvent = "cpu_instant_event";  // Kineto's, of its "[memory]" events
 inline constexpr std::string_view kFlow = "ac2g";  // a launch joined to its GPU work; also the flow's name
 }  // namespace category
 
@@ -148,7 +153,51 @@ inline constexpr std::string_view kIteration = "iteration";
 // Annotations and CUPTI's overhead.
 inline constexpr std::string_view kNvtx = "nvtx";
 inline constexpr std::string_view kSource = "source";
+// A "[memory]" event: Kineto's args (what torch.profiler(profile_memory=True) writes), then ours.
+inline constexpr std::string_view kDeviceType = "Device Type";  // kineto_device_type below
+inline constexpr std::string_view kDeviceId = "Device Id";
+inline constexpr std::string_view kAddr = "Addr";
+inline constexpr std::string_view kMemoryBytes = "Bytes";  // negative for a release
+inline constexpr std::string_view kTotalAllocated = "Total Allocated";
+inline constexpr std::string_view kTotalReserved = "Total Reserved";
+inline constexpr std::string_view kOperation = "operation";  // "allocation" or "release"
+inline constexpr std::string_view kMemoryKind = "memory kind";
+inline constexpr std::string_view kApi = "api";  // the CUDA call that allocated or released
+inline constexpr std::string_view kPoolAddress = "pool address";
+inline constexpr std::string_view kPoolType = "pool type";
+inline constexpr std::string_view kRole = "role";
 }  // namespace arg
+
+// "Device Type" of a "[memory]" event: c10::DeviceType's values, as Kineto writes them.
+namespace kineto_device_type {
+inline constexpr int kCpu = 0;
+inline constexpr int kCuda = 1;
+}  // namespace kineto_device_type
+
+// Where memory lives, as CUPTI's memory kinds are named in memcpy, memset and memory events.
+namespace memory_kind {
+inline constexpr std::string_view kPageable = "Pageable";
+inline constexpr std::string_view kPinned = "Pinned";
+inline constexpr std::string_view kDevice = "Device";
+inline constexpr std::string_view kArray = "Array";
+inline constexpr std::string_view kManaged = "Managed";
+inline constexpr std::string_view kDeviceStatic = "Device static";
+inline constexpr std::string_view kManagedStatic = "Managed static";
+inline constexpr std::string_view kUnknown = "Unknown";
+}  // namespace memory_kind
+
+// Host memory (pageable or pinned) is not device memory: written with Kineto's CPU device type,
+// and left out of the "device memory in use" track.
+constexpr bool is_host_memory(std::string_view kind) {
+  return kind == memory_kind::kPageable || kind == memory_kind::kPinned;
+}
+
+// The values of a memory event's "pool type".
+namespace pool_type {
+inline constexpr std::string_view kLocal = "local";
+inline constexpr std::string_view kImported = "imported";
+inline constexpr std::string_view kUnknown = "unknown";  // a value this build's CUPTI does not name
+}  // namespace pool_type
 
 // The members of args.occupancy (cudaOccupancy's names).
 namespace occupancy_key {
@@ -165,6 +214,8 @@ namespace event_name {
 inline constexpr std::string_view kMemcpyPrefix = "Memcpy ";
 inline constexpr std::string_view kMemcpyArrow = " -> ";
 inline constexpr std::string_view kGpuProcessPrefix = "GPU ";
+inline constexpr std::string_view kMemory = "[memory]";                        // Kineto's allocation events
+inline constexpr std::string_view kDeviceMemoryInUse = "device memory in use";  // our counter track
 }  // namespace event_name
 
 // Not a trace: what the reader recognises of a summary.json, the file most often given instead
@@ -197,13 +248,15 @@ inline constexpr std::array kDistributedKeys = {distributed_key::kRank, distribu
 
 inline constexpr std::array kEventKeys = {
     event_key::kPh,  event_key::kCat, event_key::kName, event_key::kPid, event_key::kTid,
-    event_key::kTs,  event_key::kDur, event_key::kId,   event_key::kBp,  event_key::kArgs,
+    event_key::kTs,  event_key::kDur, event_key::kId,   event_key::kBp,  event_key::kScope,
+    event_key::kArgs,
 };
 
 inline constexpr std::array kCategories = {
     category::kKernel,         category::kGpuMemcpy,        category::kGpuMemset,
     category::kCudaRuntime,    category::kCudaDriver,       category::kUserAnnotation,
-    category::kGpuUserAnnotation, category::kOverhead,      category::kFlow,
+    category::kGpuUserAnnotation, category::kOverhead,      category::kCpuInstantEvent,
+    category::kFlow,
 };
 
 inline constexpr std::array kMetadataNames = {metadata::kProcessName, metadata::kProcessSortIndex,
@@ -255,6 +308,18 @@ inline constexpr std::array kArgKeys = {
     ArgKey{arg::kIteration, true},
     ArgKey{arg::kNvtx, false},
     ArgKey{arg::kSource, false},
+    ArgKey{arg::kDeviceType, true},
+    ArgKey{arg::kDeviceId, true},
+    ArgKey{arg::kAddr, true},
+    ArgKey{arg::kMemoryBytes, true},
+    ArgKey{arg::kTotalAllocated, false},  // derived: the writer's running total
+    ArgKey{arg::kTotalReserved, false},
+    ArgKey{arg::kOperation, true},
+    ArgKey{arg::kMemoryKind, true},
+    ArgKey{arg::kApi, true},
+    ArgKey{arg::kPoolAddress, true},
+    ArgKey{arg::kPoolType, true},
+    ArgKey{arg::kRole, true},
     ArgKey{metadata::kNameArg, true},
     ArgKey{metadata::kSortIndexArg, false},
 };

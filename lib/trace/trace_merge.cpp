@@ -282,6 +282,8 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
           ++merged.events;
           return;
         }
+        // Our counter track is drawn afresh from the memory events, with this merge's pids.
+        if (e.ph == ph::kCounter && e.name == event_name::kDeviceMemoryInUse) return;
         std::optional<Activity> activity = converter.convert(e, so_far);
         if (!activity) {
           ++merged.events_not_carried;
@@ -320,6 +322,8 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
         ++merged.events;
       });
       correlations.next_input();
+      // What the reader left out or could not pair (releases of memory allocated before the trace began).
+      for (const std::string& note : converter.notes()) result.notes.push_back(fmt::format("{}: {}", in.head.path.string(), note));
       if (correlations_kept > 0)
         result.notes.push_back(fmt::format("{}: {} correlation id(s) kept as they were (moved past the previous inputs' they "
                                            "would not fit in 32 bits): `report` may join their GPU work to another "
@@ -342,7 +346,8 @@ MergeResult merge_traces(const std::vector<MergeInput>& inputs, const std::files
                                            in.head.path.string(), merged.case_count, merged.first_case));
       if (merged.events_not_carried > 0)
         result.notes.push_back(fmt::format("{}: {} event(s) of kinds a merge does not carry (only kernels, copies, "
-                                           "memsets, CUDA API calls, annotations, overhead and ac2g flows are)",
+                                           "memsets, CUDA API calls, annotations, overhead, memory allocations and "
+                                           "ac2g flows are)",
                                            in.head.path.string(), merged.events_not_carried));
       result.events += merged.events;
       result.inputs.push_back(std::move(merged));

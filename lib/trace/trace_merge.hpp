@@ -15,6 +15,9 @@
 //   inputs' (plus the sum of their largest ids + 1), where `report` joins GPU work to launches.
 // - cases: each input's case indices follow the previous inputs' (its labels prefixed with
 //   "[<label>] "), or, for a run's workers, all inputs index one shared list of cases.
+// - memory: each input's "[memory]" events keep their process and device as the other events
+//   do, and the merged trace's "device memory in use" tracks (one per GPU of each input) are
+//   written afresh from them; the inputs' own counter events are not copied.
 // Events the model does not hold (Kineto's cpu_op, python_function, counters) are not carried.
 #pragma once
 

@@ -52,7 +52,8 @@ std::set<std::string> keys_of(const nlohmann::json& object) {
 }
 
 // A trace that takes every branch of the writer: each optional arg, both API domains, host and
-// GPU annotations, overhead, flows, distributedInfo.
+// GPU annotations, overhead, flows, distributedInfo, a memory allocation (with its pool and role)
+// and its release, and so the counter track.
 struct WrittenTrace {
   KernelActivity kernel;
   MemcpyActivity memcpy;
@@ -60,6 +61,7 @@ struct WrittenTrace {
   ApiCall runtime_call, driver_call;
   Annotation host_range, gpu_range;
   OverheadActivity overhead;
+  MemoryActivity allocation, release;
   CaseName case_name{"flash bf16 1x8x1024x128", "flash"};
 };
 
@@ -147,6 +149,27 @@ WrittenTrace write_every_branch(const std::filesystem::path& path) {
   w.gpu_range = {"iteration 3", kBase + 10'000, kBase + 42'500, true, 0, 7, tag};
   w.overhead = {"CUPTI overhead: buffer flush", kBase + 60'000, kBase + 61'000, 4242, 99};
 
+  MemoryActivity& a = w.allocation;
+  a.start_ns = kBase + 3'000;
+  a.address = 0x7f0000200000;
+  a.bytes = 1 << 20;
+  a.memory_kind = "Device";
+  a.context = 1;
+  a.stream = 7;
+  a.process = 4242;
+  a.thread = 99;
+  a.correlation = 25;
+  a.api = "cudaMallocAsync";
+  a.pool_address = 0x7f0000000000;
+  a.pool_type = "local";
+  a.role = "scores";
+  a.tag = tag;
+  w.release = a;
+  w.release.operation = MemoryOperation::release;
+  w.release.start_ns = kBase + 45'000;
+  w.release.correlation = 26;
+  w.release.api = "cudaFreeAsync";
+
   TraceHeader header;
   header.base_time_ns = kBase;
   header.devices = {sm90_reference_properties()};
@@ -164,6 +187,7 @@ WrittenTrace write_every_branch(const std::filesystem::path& path) {
   batch.api_calls = {w.runtime_call, w.driver_call};
   batch.annotations = {w.host_range, w.gpu_range};
   batch.overheads = {w.overhead};
+  batch.memory = {w.allocation, w.release};
   writer.write(batch);
   writer.finish({{"tool", "attnprof"}});
   return w;
@@ -255,7 +279,7 @@ TEST(TraceKeys, TheReaderReadsEveryWrittenFactBack) {
     EXPECT_EQ(got.tag.phase, want.tag.phase);
     EXPECT_EQ(got.tag.iteration, want.tag.iteration);
   };
-  int kernels = 0, memcpys = 0, memsets = 0, calls = 0, ranges = 0, overheads = 0;
+  int kernels = 0, memcpys = 0, memsets = 0, calls = 0, ranges = 0, overheads = 0, memory = 0;
   for (const Activity& a : read) {
     if (const auto* k = std::get_if<KernelActivity>(&a)) {
       ++kernels;
@@ -311,6 +335,26 @@ TEST(TraceKeys, TheReaderReadsEveryWrittenFactBack) {
       EXPECT_EQ(r->process, want.process);
       EXPECT_EQ(r->thread, want.thread);
       EXPECT_EQ(r->tag.phase, want.tag.phase);
+    } else if (const auto* m = std::get_if<MemoryActivity>(&a)) {
+      ++memory;
+      const MemoryActivity& want = m->operation == MemoryOperation::allocation ? w.allocation : w.release;
+      EXPECT_EQ(m->start_ns, want.start_ns);
+      EXPECT_EQ(m->address, want.address);
+      EXPECT_EQ(m->bytes, want.bytes);
+      EXPECT_EQ(m->memory_kind, want.memory_kind);
+      EXPECT_EQ(m->device, want.device);
+      EXPECT_EQ(m->context, want.context);
+      EXPECT_EQ(m->stream, want.stream);
+      EXPECT_EQ(m->process, want.process);
+      EXPECT_EQ(m->thread, want.thread);
+      EXPECT_EQ(m->correlation, want.correlation);
+      EXPECT_EQ(m->api, want.api);
+      EXPECT_EQ(m->pool_address, want.pool_address);
+      EXPECT_EQ(m->pool_type, want.pool_type);
+      EXPECT_EQ(m->role, want.role);
+      EXPECT_EQ(m->tag.case_index, want.tag.case_index);
+      EXPECT_EQ(m->tag.phase, want.tag.phase);
+      EXPECT_EQ(m->tag.iteration, want.tag.iteration);
     } else if (const auto* o = std::get_if<OverheadActivity>(&a)) {
       ++overheads;
       EXPECT_EQ(o->kind, w.overhead.kind);
@@ -324,6 +368,7 @@ TEST(TraceKeys, TheReaderReadsEveryWrittenFactBack) {
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(ranges, 2);
   EXPECT_EQ(overheads, 1);
+  EXPECT_EQ(memory, 2);
 }
 
 }  // namespace
