@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--throughput-tolerance", check.throughput_tolerance_percent,
                         "also fail when a case's TFLOP/s (GB/s when memory-bound) drops by more than this percent")
       ->check(CLI::Range(0.0, 100.0));
+  check_cmd->add_option("--memory-tolerance", check.memory_tolerance_percent,
+                        "also fail when a case's peak device memory grows by more than this percent")
+      ->check(CLI::Range(0.0, 1e6));
   check_cmd->add_flag("--expectations", check.expectations, "also fail on surprises (guesses the trace contradicts)");
   check_cmd->add_flag("--update", check.update, "rewrite the baseline with the summary (atomically) and exit 0");
   check_cmd->add_option("--format,-f", check.format,
@@ -174,6 +177,10 @@ int main(int argc, char** argv) {
   profile_cmd->add_option("--grace", profile.grace_seconds,
                           "seconds to wait, once the command has ended, for the processes it left running (default 10)")
       ->check(CLI::Range(0.0, 1e6));
+  profile_cmd->add_flag("--memory", profile.memory,
+                        "record every PyTorch tensor allocation: runs the command with PYTORCH_CUDA_ALLOC_CONF="
+                        "backend:cudaMallocAsync (added to yours), since PyTorch's caching allocator hides tensors "
+                        "inside segments CUDA allocated once");
   profile_cmd->add_option("command", profile.command, "the program and its arguments, after --");
   profile_cmd->prefix_command();
   profile_cmd->footer(

@@ -303,9 +303,9 @@ class CudnnBackend final : public AttentionBackend {
       if (!found) continue;
       const AttentionShape& s = problem.shape;
       const std::size_t rows = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q;
-      plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
-      plan->softmax_sum = DeviceBuffer(rows * sizeof(float));
-      plan->dq_accum = DeviceBuffer(rows * s.head_dim * sizeof(float));
+      plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes), "workspace");
+      plan->softmax_sum = DeviceBuffer(rows * sizeof(float), "softmax_sum");
+      plan->dq_accum = DeviceBuffer(rows * s.head_dim * sizeof(float), "dq_accumulator");
       plan->uids = {sdpa_uid::q,   sdpa_uid::k,  sdpa_uid::v,  sdpa_uid::o,  sdpa_uid::scale,       sdpa_uid::stats,
                     sdpa_uid::d_o, sdpa_uid::dq, sdpa_uid::dk, sdpa_uid::dv, sdpa_uid::softmax_sum, sdpa_uid::dq_accum};
       for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);
@@ -369,7 +369,7 @@ class CudnnBackend final : public AttentionBackend {
       const auto add_ops = [&](OperationGraphBuilder& graph) { return add_sdpa_forward(graph, problem, variant); };
       const bool found = search_plan(*plan, add_ops, variant.kind == SdpaGraphKind::composite, tried, malformed);
       if (!found) continue;
-      plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes));
+      plan->workspace = DeviceBuffer(static_cast<std::size_t>(plan->execution.workspace_bytes), "workspace");
       plan->uids = {sdpa_uid::q, sdpa_uid::k, sdpa_uid::v, sdpa_uid::o, sdpa_uid::scale};
       if (problem.is_backward()) plan->uids.push_back(sdpa_uid::stats);
       for (const ByValueScalar& constant : plan->constants) plan->uids.push_back(constant.uid);

@@ -158,7 +158,7 @@ class EfficientBackend final : public AttentionBackend {
       backward_prepared_.insert(key);
     }
     const AttentionShape& s = problem.shape;
-    backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_fused_workspace_bytes(s)));
+    backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_fused_workspace_bytes(s)), "workspace");
     const std::vector<int> arrivals = kernels::flash_bwd_tile_arrivals(mask_bounds(problem), s.seq_q, s.seq_kv);
     tile_arrivals_.reserve(arrivals.size() * sizeof(int));
     CUDA_CHECK(cudaMemcpyAsync(tile_arrivals_.get(), arrivals.data(), arrivals.size() * sizeof(int),

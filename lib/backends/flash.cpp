@@ -231,7 +231,8 @@ class SplitKvDecode {
     if (decode_splits_override() > 0) splits_ = std::min(decode_splits_override(), in.key_tiles);
     if (splits_ > 1)
       workspace_.reserve(static_cast<std::size_t>(kernels::decode_workspace_floats(problem.shape, splits_)) *
-                         sizeof(float));
+                             sizeof(float),
+                         "split_kv_partials");
     problem_ = problem;
   }
 
@@ -367,7 +368,8 @@ class FlashBackend final : public AttentionBackend {
                                                         slots, forced >= 0)
                          : kernels::FlashBwdTail{};
     backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(s, backward_tail_)) *
-                                sizeof(float));
+                                    sizeof(float),
+                                "workspace");
     backward_problem_ = problem;
   }
 
@@ -438,7 +440,8 @@ class FlashHopperBackend final : public AttentionBackend {
         backward_prepared_.insert(key);
       }
       backward_workspace_.reserve(static_cast<std::size_t>(kernels::flash_bwd_workspace_floats(problem.shape)) *
-                                  sizeof(float));
+                                      sizeof(float),
+                                  "workspace");
       backward_problem_ = problem;
     }
     if (is_decode(problem)) {

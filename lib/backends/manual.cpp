@@ -113,24 +113,29 @@ class ManualBackend final : public AttentionBackend {
     const std::size_t scores = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.seq_kv * dtype_bytes(p.dtype);
     const std::size_t mask = static_cast<std::size_t>(s.ragged() ? s.batch : 1) * s.seq_q * s.seq_kv;
     padded_.reserve(p);
-    raw_scores_.reserve(scores);
-    scaled_.reserve(scores);
-    filled_.reserve(scores);
-    probs_.reserve(scores);
-    ones_.reserve(mask);
-    keep_.reserve(mask);
+    raw_scores_.reserve(scores, "scores");
+    scaled_.reserve(scores, "scaled_scores");
+    // Only the out-of-place masked_fill needs a second score-sized buffer (its clone); the in-place
+    // one fills the scaled scores where they are, which is the memory it saves.
+    if (masked_fill_ == MaskedFill::out_of_place && (mask_bounds(p).bounded() || s.ragged()))
+      filled_.reserve(scores, "masked_scores");
+    probs_.reserve(scores, "probabilities");
+    ones_.reserve(mask, "mask");
+    keep_.reserve(mask, "mask");
     if (p.has_grouped_heads()) {
-      k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
-      v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
+      k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype), "k_repeated");
+      v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype), "v_repeated");
     }
     if (p.is_backward()) {
-      grad_probs_.reserve(scores);
-      grad_filled_.reserve(scores);
-      grad_scaled_.reserve(scores);
-      grad_raw_scores_.reserve(scores);
+      grad_probs_.reserve(scores, "grad_probabilities");
+      grad_filled_.reserve(scores, "grad_masked_scores");
+      grad_scaled_.reserve(scores, "grad_scaled_scores");
+      grad_raw_scores_.reserve(scores, "grad_scores");
       if (p.has_grouped_heads()) {
-        grad_k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
-        grad_v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype));
+        grad_k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype),
+                                 "grad_k_repeated");
+        grad_v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * dtype_bytes(p.dtype),
+                                 "grad_v_repeated");
       }
       backward_problem_ = p;
     }

@@ -117,39 +117,39 @@ class MathBackend final : public AttentionBackend {
     const std::size_t scores = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * s.seq_kv;
     const std::size_t mask = static_cast<std::size_t>(mask_elements(s));
     padded_.reserve(p);
-    q32_.reserve(q);
-    k32_.reserve(kv);
-    v32_.reserve(kv);
-    q_scaled_.reserve(q);
-    k_scaled_.reserve(p.has_grouped_heads() ? static_cast<std::size_t>(repeated_kv_elements(s)) * 4 : kv);
-    out32_.reserve(q);
+    q32_.reserve(q, "q_fp32");
+    k32_.reserve(kv, "k_fp32");
+    v32_.reserve(kv, "v_fp32");
+    q_scaled_.reserve(q, "q_scaled");
+    k_scaled_.reserve(p.has_grouped_heads() ? static_cast<std::size_t>(repeated_kv_elements(s)) * 4 : kv, "k_scaled");
+    out32_.reserve(q, "o_fp32");
     if (p.has_grouped_heads()) {
-      k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * 4);
-      v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * 4);
+      k_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * 4, "k_repeated");
+      v_repeated_.reserve(static_cast<std::size_t>(repeated_kv_elements(s)) * 4, "v_repeated");
     }
-    attn_.reserve(scores * 4);
-    softmax_.reserve(scores * 4);
-    probs_.reserve(scores * 4);
-    is_neginf_.reserve(scores);
-    rows_all_neginf_.reserve(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q);
-    weights_.reserve(scores * dtype_bytes(p.dtype));
-    ones_.reserve(mask);
-    tril_.reserve(mask);
-    mask_float_.reserve(mask * 4);
-    scalars_.reserve(3 * sizeof(float));
+    attn_.reserve(scores * 4, "scores");
+    softmax_.reserve(scores * 4, "softmax");
+    probs_.reserve(scores * 4, "probabilities");
+    is_neginf_.reserve(scores, "mask");
+    rows_all_neginf_.reserve(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, "mask");
+    weights_.reserve(scores * dtype_bytes(p.dtype), "probabilities_cast");
+    ones_.reserve(mask, "mask");
+    tril_.reserve(mask, "mask");
+    mask_float_.reserve(mask * 4, "mask");
+    scalars_.reserve(3 * sizeof(float), "other");
     if (p.is_backward()) {
       const std::size_t repeated = static_cast<std::size_t>(repeated_kv_elements(s)) * 4;
-      d_o32_.reserve(q);
-      grad_probs_.reserve(scores * 4);
-      grad_scores_.reserve(scores * 4);
-      grad_q_scaled_.reserve(q);
-      grad_k_scaled_.reserve(p.has_grouped_heads() ? repeated : kv);
-      dq32_.reserve(q);
-      dk32_.reserve(kv);
-      dv32_.reserve(kv);
+      d_o32_.reserve(q, "do_fp32");
+      grad_probs_.reserve(scores * 4, "grad_probabilities");
+      grad_scores_.reserve(scores * 4, "grad_scores");
+      grad_q_scaled_.reserve(q, "grad_q_scaled");
+      grad_k_scaled_.reserve(p.has_grouped_heads() ? repeated : kv, "grad_k_scaled");
+      dq32_.reserve(q, "dq_fp32");
+      dk32_.reserve(kv, "dk_fp32");
+      dv32_.reserve(kv, "dv_fp32");
       if (p.has_grouped_heads()) {
-        grad_k_repeated_.reserve(repeated);
-        grad_v_repeated_.reserve(repeated);
+        grad_k_repeated_.reserve(repeated, "grad_k_repeated");
+        grad_v_repeated_.reserve(repeated, "grad_v_repeated");
       }
       backward_problem_ = p;
     }

@@ -1,6 +1,7 @@
 #include "check/check.hpp"
 
 #include "summary/findings.hpp"
+#include "summary/render.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -60,6 +61,7 @@ class CaseComparer {
     kernels();
     timing();
     throughput();
+    memory();
     if (options_.expectations)
       for (const Surprise& s : cur_.surprises)
         add("surprise " + s.field, s.expected, s.observed + " (" + s.expectation + ")", DifferenceKind::regression, true);
@@ -126,6 +128,28 @@ class CaseComparer {
     add(memory_bound ? "GB/s" : "TFLOP/s", fmt::format("{:.1f} {}", was, unit),
         fmt::format("{:.1f} {} ({:+.1f}%, tolerance {:.1f}%)", now, unit, change, *options_.throughput_tolerance_percent),
         slower ? DifferenceKind::regression : DifferenceKind::improvement, slower);
+  }
+
+  // The peak device memory of the timed iterations; a side without memory records is said, not judged.
+  void memory() {
+    if (!options_.memory_tolerance_percent || (!base_.memory && !cur_.memory)) return;
+    const auto text = [](const std::optional<CaseMemory>& m) {
+      return m ? fmt::format("{} bytes ({})", m->peak_bytes, format_bytes(static_cast<double>(m->peak_bytes)))
+               : std::string("not recorded");
+    };
+    if (!base_.memory || !cur_.memory) {
+      add("peak memory", text(base_.memory), text(cur_.memory), DifferenceKind::info, false);
+      return;
+    }
+    const double was = static_cast<double>(base_.memory->peak_bytes), now = static_cast<double>(cur_.memory->peak_bytes);
+    if (was == now) return;
+    // From nothing held to something is growth beyond any tolerance.
+    const double change = was > 0 ? 100.0 * (now - was) / was : INFINITY;
+    if (std::abs(change) <= *options_.memory_tolerance_percent) return;
+    const bool more = now > was;
+    add("peak memory", text(base_.memory),
+        fmt::format("{} ({:+.1f}%, tolerance {:.1f}%)", text(cur_.memory), change, *options_.memory_tolerance_percent),
+        more ? DifferenceKind::regression : DifferenceKind::improvement, more);
   }
 
   const CaseSummary& base_;

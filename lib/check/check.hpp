@@ -1,6 +1,7 @@
 // `attnprof check`: a summary.json against a baseline summary.json, per case. CI fails when a
 // change adds a kernel, a memcpy or memset, new kernel names, changes a kernel's register count
-// or launch API, breaks a case, loses records, or (when asked) slows down or surprises.
+// or launch API, breaks a case, loses records, or (when asked) slows down, holds more device
+// memory, or surprises.
 #pragma once
 
 #include <optional>
@@ -15,6 +16,8 @@ struct CheckOptions {
   std::optional<double> time_tolerance_percent;  // compare median times only when set
   // Compare achieved throughput when set: TFLOP/s, or GB/s for a memory-bound case (the roofline).
   std::optional<double> throughput_tolerance_percent;
+  // Compare each case's peak device memory (summary.json's memory.peak_bytes) when set.
+  std::optional<double> memory_tolerance_percent;
   bool expectations = false;                     // fail on surprises in the summary
 };
 

@@ -33,6 +33,7 @@ int check_command(const CheckRequest& r) {
   CheckOptions options;
   options.time_tolerance_percent = r.time_tolerance_percent;
   options.throughput_tolerance_percent = r.throughput_tolerance_percent;
+  options.memory_tolerance_percent = r.memory_tolerance_percent;
   options.expectations = r.expectations;
   const CheckReport report = compare_summaries(baseline, current, options);
   std::cout << (format == OutputFormat::json ? render_check_json(report)

@@ -14,6 +14,7 @@ struct CheckRequest {
   std::string junit_path;
   std::optional<double> time_tolerance_percent;
   std::optional<double> throughput_tolerance_percent;
+  std::optional<double> memory_tolerance_percent;
   bool expectations = false;
   bool update = false;
   std::string format{to_string(OutputFormat::table)};

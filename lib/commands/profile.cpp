@@ -65,12 +65,20 @@ void remove_stale_outputs(const std::filesystem::path& dir) {
   }
 }
 
+constexpr std::string_view kAllocConf = "PYTORCH_CUDA_ALLOC_CONF=";
+constexpr std::string_view kAsyncBackend = "backend:cudaMallocAsync";
+
 std::vector<std::string> child_environment(const ProfileLaunch& launch, std::FILE* progress) {
   const std::string inject = launch.inject_library.string();
   std::vector<std::string> env;
   bool user_nvtx = false;
+  std::optional<std::string> user_alloc_conf;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
+    if (launch.pytorch_allocations && entry.rfind(kAllocConf, 0) == 0) {
+      user_alloc_conf = entry.substr(kAllocConf.size());
+      continue;
+    }
     if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 && entry != "CUDA_INJECTION64_PATH=" + inject)
       say(progress, fmt::format("{} is replaced by attnprof's library for the command (the driver loads one)", entry));
     if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 || entry.rfind("ATTNPROF_PROFILE_DIR=", 0) == 0 ||
@@ -86,8 +94,32 @@ std::vector<std::string> child_environment(const ProfileLaunch& launch, std::FIL
   else say(progress, "NVTX_INJECTION64_PATH is already set; NVTX ranges go where it says, not to attnprof");
   env.push_back("ATTNPROF_PROFILE_DIR=" + launch.out_dir.string());
   env.push_back("ATTNPROF_TRACE_FORMAT=" + std::string(trace::to_string(launch.trace_format)));
+  if (launch.pytorch_allocations) {
+    const std::optional<std::string> conf = allocation_conf_for_memory(user_alloc_conf);
+    env.push_back(std::string(kAllocConf) + conf.value_or(*user_alloc_conf));
+    say(progress, conf ? fmt::format("--memory: {}{} for the command, so every PyTorch tensor allocation is a CUDA "
+                                     "allocation CUPTI records (PyTorch's caching allocator hides them in its segments)",
+                                     kAllocConf, *conf)
+                       : fmt::format("--memory: {}{} names another allocator backend and is kept; PyTorch's tensor "
+                                     "allocations are recorded only as far as that backend makes CUDA allocations",
+                                     kAllocConf, *user_alloc_conf));
+  }
   return env;
 }
+
+}  // namespace
+
+std::optional<std::string> allocation_conf_for_memory(const std::optional<std::string>& current) {
+  if (!current || current->empty()) return std::string(kAsyncBackend);
+  const std::size_t backend = current->find("backend:");
+  if (backend != std::string::npos) {
+    if (current->compare(backend, kAsyncBackend.size(), kAsyncBackend) == 0) return *current;
+    return std::nullopt;
+  }
+  return *current + "," + std::string(kAsyncBackend);
+}
+
+namespace {
 
 std::filesystem::path self_directory() {
   std::error_code ec;
@@ -252,6 +284,7 @@ int profile_command(const ProfileRequest& r) {
   if (!(r.grace_seconds >= 0 && r.grace_seconds <= 1e6))
     throw UsageError(fmt::format("profile: --grace takes seconds from 0 to 1e6, not {}", r.grace_seconds));
   launch.descendant_grace = std::chrono::milliseconds(static_cast<std::int64_t>(r.grace_seconds * 1000));
+  launch.pytorch_allocations = r.memory;
   const ProfileOutcome outcome = profile_program(launch);
 
   if (outcome.signal) std::cerr << fmt::format("attnprof profile: the command was ended by signal {}\n", *outcome.signal);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct ProfileRequest {
   std::string trace_format = "json";
   std::string format{to_string(OutputFormat::table)};
   double grace_seconds = 10;  // ProfileLaunch::descendant_grace
+  bool memory = false;        // ProfileLaunch::pytorch_allocations
   std::vector<std::string> command;
 };
 
@@ -41,7 +43,17 @@ struct ProfileLaunch {
   // workers orphaned when it died): each writes its profile when it ends. Those still running
   // after it are named, and what there is gathered.
   std::chrono::milliseconds descendant_grace{10'000};
+  // Every PyTorch tensor allocation a CUPTI memory record: PyTorch's caching allocator hands out
+  // pieces of segments it allocated once, which CUDA (and so CUPTI) never sees; on its
+  // cudaMallocAsync backend each tensor is a stream-ordered allocation of its own. Sets
+  // PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync for the command (added to the user's settings).
+  bool pytorch_allocations = false;
 };
+
+// PYTORCH_CUDA_ALLOC_CONF with the cudaMallocAsync backend added to `current` (the user's value,
+// or none): "backend:cudaMallocAsync", or "<current>,backend:cudaMallocAsync". A `current` that
+// names another backend is kept as it is (nullopt): the user chose it.
+std::optional<std::string> allocation_conf_for_memory(const std::optional<std::string>& current);
 
 struct ProfiledProcess {
   std::uint32_t pid = 0;

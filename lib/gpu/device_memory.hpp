@@ -4,17 +4,24 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string_view>
 #include <utility>
 
 #include "gpu/cuda_check.hpp"
+#include "sweep/buffer_roles.hpp"
 
 namespace attnprof {
 
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  // `role` names what the buffer holds ("scores", "workspace", ...) for the memory records of its
+  // allocation (sweep/buffer_roles.hpp); unnamed buffers count as "other".
+  explicit DeviceBuffer(std::size_t bytes, std::string_view role = {}) : bytes_(bytes) {
+    if (bytes > 0) {
+      CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+      note_buffer_role(ptr_, bytes, role);
+    }
   }
   ~DeviceBuffer() { release(); }
   DeviceBuffer(DeviceBuffer&& other) noexcept
@@ -36,8 +43,8 @@ class DeviceBuffer {
   std::size_t bytes() const { return bytes_; }
 
   // Grows (never shrinks) to at least `bytes`; contents are not kept.
-  void reserve(std::size_t bytes) {
-    if (bytes > bytes_) *this = DeviceBuffer(bytes);
+  void reserve(std::size_t bytes, std::string_view role = {}) {
+    if (bytes > bytes_) *this = DeviceBuffer(bytes, role);
   }
 
  private:

@@ -96,6 +96,9 @@ svg.chart .roof { stroke: #1f2328; stroke-width: 2.5; stroke-linecap: round; }
 svg.chart .roof-label { font-weight: 600; }
 svg.chart .roof-label.ridge { fill: var(--muted); font-weight: 400; font-size: 11px; }
 svg.chart .roofs-unknown { fill: var(--warn); font-weight: 600; }
+svg.chart .series { fill: none; stroke-width: 1.5; }
+svg.chart .guide { stroke: #8c959f; stroke-width: 1; stroke-dasharray: 4 3; }
+svg.chart .guide-label { fill: var(--muted); font-size: 11px; }
 footer { margin-top: 26px; color: var(--muted); font-size: 12px; text-align: center; }
 @media print { body { background: #fff; } .card { border-color: #bbb; } figure.chart-card { break-inside: avoid; } }
 )css";
@@ -155,14 +158,18 @@ std::string header(const RunSummary& s) {
 }
 
 std::string case_table(const RunSummary& s) {
-  bool several_devices = false;
-  for (const CaseSummary& c : s.cases) several_devices = several_devices || c.device != s.cases.front().device;
+  bool several_devices = false, any_memory = false;
+  for (const CaseSummary& c : s.cases) {
+    several_devices = several_devices || c.device != s.cases.front().device;
+    any_memory = any_memory || c.memory.has_value();
+  }
   std::string out = "<section id=\"cases\">\n<h2>Cases</h2>\n<div class=\"card table-wrap\">\n<table class=\"cases\">\n<thead><tr>";
   out += "<th>case</th>";
   if (several_devices) out += "<th class=\"num\">GPU</th>";
   out += "<th>status</th><th class=\"num\">median</th><th class=\"num\">TFLOP/s</th><th class=\"num\">kernels/it</th>"
-         "<th class=\"num\">memcpy/it</th><th class=\"num\">memset/it</th><th>dominant kernel</th><th class=\"num\">regs</th>"
-         "<th class=\"num\">occupancy</th></tr></thead>\n<tbody>\n";
+         "<th class=\"num\">memcpy/it</th><th class=\"num\">memset/it</th>";
+  if (any_memory) out += "<th class=\"num\">peak mem</th>";
+  out += "<th>dominant kernel</th><th class=\"num\">regs</th><th class=\"num\">occupancy</th></tr></thead>\n<tbody>\n";
   for (std::size_t i = 0; i < s.cases.size(); ++i) {
     const CaseSummary& c = s.cases[i];
     const bool ran = c.status == CaseStatus::ok;
@@ -171,7 +178,7 @@ std::string case_table(const RunSummary& s) {
     if (several_devices) out += fmt::format("<td class=\"num\">{}</td>", c.device);
     out += fmt::format("<td>{}</td>", status_badge(c));
     if (!ran) {
-      out += fmt::format("<td colspan=\"8\" class=\"muted\">{}</td></tr>\n", escape_html(c.reason));
+      out += fmt::format("<td colspan=\"{}\" class=\"muted\">{}</td></tr>\n", any_memory ? 9 : 8, escape_html(c.reason));
       continue;
     }
     auto count_cell = [](double per_iter, double bytes) {
@@ -183,6 +190,15 @@ std::string case_table(const RunSummary& s) {
                        html::microseconds_text(c.p90_us));
     out += fmt::format("<td class=\"num\">{:.2f}</td><td class=\"num\">{}</td>", c.tflops, format_count(c.kernels_per_iter));
     out += count_cell(c.memcpy_per_iter, c.memcpy_bytes_per_iter) + count_cell(c.memset_per_iter, c.memset_bytes_per_iter);
+    if (any_memory) {
+      std::string cell;
+      if (c.memory) {
+        cell = escape_html(format_bytes(static_cast<double>(c.memory->peak_bytes)));
+        if (c.memory->allocations_per_iter > 0)
+          cell += fmt::format("<span class=\"detail\">{} alloc/it</span>", format_count(c.memory->allocations_per_iter));
+      }
+      out += "<td class=\"num\">" + cell + "</td>";
+    }
     if (const KernelSummary* k = c.dominant_kernel()) {
       out += fmt::format(
           "<td><span class=\"mono\" title=\"{}\">{}</span><span class=\"detail\">{} · block {} · grid {} · {} smem</span></td>",
@@ -317,6 +333,18 @@ std::string charts_section(const RunSummary& s, const HtmlReportOptions& options
   else
     out += "<p class=\"muted\">No achieved occupancy was measured (run with <span class=\"mono\">--metrics "
            "occupancy</span>), so the occupancy chart is left out.</p>\n";
+  const std::string memory = html::memory_chart(s);
+  if (!memory.empty()) {
+    out += figure("Device memory at the peak, by what holds it",
+                  "Device memory live at each case's peak during its timed iterations, from CUPTI's memory records: "
+                  "the buffers allocated before them (the plan's) and those allocated inside, split by the name the "
+                  "backend gives each buffer (other: unnamed). Pinned host memory is not counted.",
+                  memory);
+    out += figure("Peak device memory against sequence length",
+                  "Each case's peak over its sequence length (seq_kv), one line per backend and problem, log-log: the "
+                  "dashed guides rise as S and as S²; a backend that stores the score matrix climbs with the second.",
+                  html::memory_scaling_chart(s));
+  }
   return out + "</section>\n";
 }
 

@@ -1,6 +1,6 @@
 // attnprof's shareable report: one self-contained HTML page (inline CSS, inline SVG drawn here,
 // no script, no font, no image, nothing fetched; a Content-Security-Policy forbids every load)
-// with the run's header, the case table, the findings grouped across cases, and four charts.
+// with the run's header, the case table, the findings grouped across cases, and the charts.
 //
 // What tests (and anyone scripting the page) can rely on in the DOM:
 //   <tr class="case"> per case in the summary table;
@@ -12,6 +12,10 @@
 //     occupancy  drawn only when some kernel has an achieved occupancy: a <g class="bar-group"> per
 //                case, a <g class="bar-row"> per such kernel, a mark for its achieved and one for its
 //                theoretical occupancy
+//     memory     drawn only when some case has device memory recorded: a <g class="bar-row"> per case
+//                that ran with memory; a mark (data-role) per role it held at its peak
+//     memory-scaling  drawn with memory: a mark per case with memory, a peak and a sequence length;
+//                a class="series" line per backend and problem with two or more of them
 //   <li class="finding-group" data-kind data-cases data-stake> per kind of finding, ranked
 //   (summary/finding_groups.hpp); those folded by default inside <details class="folded">.
 #pragma once

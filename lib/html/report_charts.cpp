@@ -205,6 +205,61 @@ std::vector<OccupancyRow> occupancy_rows(const RunSummary& s) {
   return rows;
 }
 
+std::vector<std::size_t> memory_cases(const RunSummary& s) {
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < s.cases.size(); ++i)
+    if (ran(s.cases[i]) && s.cases[i].memory) rows.push_back(i);
+  return rows;
+}
+
+std::vector<std::string> memory_roles(const RunSummary& s) {
+  std::vector<std::string> roles;
+  for (std::size_t i : memory_cases(s))
+    for (const MemoryRole& r : s.cases[i].memory->roles)
+      if (r.peak_bytes > 0 && std::find(roles.begin(), roles.end(), r.role) == roles.end()) roles.push_back(r.role);
+  return roles;
+}
+
+std::vector<std::size_t> memory_scaling_cases(const RunSummary& s) {
+  std::vector<std::size_t> points;
+  for (std::size_t i : memory_cases(s))
+    if (s.cases[i].memory->peak_bytes > 0 && s.cases[i].problem.shape.seq_kv > 0) points.push_back(i);
+  return points;
+}
+
+std::vector<MemorySeries> memory_series(const RunSummary& s) {
+  // The problem without its sequence lengths: what a line holds fixed.
+  const auto fixed = [](AttentionProblem p) {
+    p.shape.seq_q = p.shape.seq_kv = 0;
+    p.shape.seq_lens_q.clear();
+    p.shape.seq_lens_kv.clear();
+    return p;
+  };
+  std::vector<MemorySeries> series;
+  std::vector<AttentionProblem> problems;
+  for (std::size_t i : memory_scaling_cases(s)) {
+    const CaseSummary& c = s.cases[i];
+    const AttentionProblem p = fixed(c.problem);
+    std::size_t k = 0;
+    while (k < series.size() && !(series[k].backend == c.backend && problems[k] == p)) ++k;
+    if (k == series.size()) {
+      const AttentionShape& sh = c.problem.shape;
+      std::string heads = sh.kv_heads() == sh.heads ? std::to_string(sh.heads) : fmt::format("{}/{}", sh.heads, sh.kv_heads());
+      series.push_back({c.backend,
+                        fmt::format("{} {} {} {}x{} d{}{}", c.backend, to_string(c.problem.dtype), mask_label(c.problem),
+                                    sh.batch, heads, sh.head_dim, c.problem.is_backward() ? " backward" : ""),
+                        {}});
+      problems.push_back(p);
+    }
+    series[k].cases.push_back(i);
+  }
+  for (MemorySeries& line : series)
+    std::stable_sort(line.cases.begin(), line.cases.end(), [&](std::size_t a, std::size_t b) {
+      return s.cases[a].problem.shape.seq_kv < s.cases[b].problem.shape.seq_kv;
+    });
+  return series;
+}
+
 std::vector<std::string> backend_order(const RunSummary& s) {
   std::vector<std::string> backends;
   for (const CaseSummary& c : s.cases)
@@ -523,6 +578,226 @@ std::string occupancy_chart(const RunSummary& s) {
     out += "</g>\n";
     y += kRow;
     if (r + 1 == rows.size() || rows[r + 1].case_index != rows[r].case_index) y += kGap;
+  }
+  out += "</g>\n";
+  return out + "</svg>\n";
+}
+
+// ---- (e) Device memory held at each case's peak, by role: a stacked bar per case ----
+
+namespace {
+
+// Roles in the palette's order, the unnamed ones grey.
+std::string role_color(const std::vector<std::string>& roles, const std::string& role) {
+  if (role == kUnnamedMemoryRole) return "#bab0ac";
+  std::size_t index = 0;
+  for (const std::string& r : roles) {
+    if (r == role) break;
+    if (r != kUnnamedMemoryRole) ++index;
+  }
+  return palette()[index % (palette().size() - 1)];
+}
+
+// The unit a byte axis is labelled in: the largest of KiB, MiB, GiB not above `max`.
+std::pair<double, const char*> byte_unit(double max) {
+  if (max >= double(1 << 30)) return {double(1 << 30), " GiB"};
+  if (max >= double(1 << 20)) return {double(1 << 20), " MiB"};
+  if (max >= double(1 << 10)) return {double(1 << 10), " KiB"};
+  return {1, " B"};
+}
+
+// A decade of bytes on a log axis: "1 MB", "100 MB", "10 GB".
+std::string decade_bytes_text(double bytes) {
+  for (const auto& [scale, unit] : {std::pair{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}})
+    if (bytes >= scale) return fmt::format("{:g} {}", bytes / scale, unit);
+  return fmt::format("{:g} B", bytes);
+}
+
+}  // namespace
+
+std::string memory_chart(const RunSummary& s) {
+  const std::vector<std::size_t> rows = memory_cases(s);
+  if (rows.empty()) return "";
+  const std::vector<std::string> roles = memory_roles(s);
+  constexpr double kTop = 44, kRow = 28, kBar = 16, kValueColumn = 150;
+  double label_px = 120, max_bytes = 0;
+  for (std::size_t i : rows) {
+    label_px = std::max(label_px, text_width(s.cases[i].label));
+    max_bytes = std::max(max_bytes, static_cast<double>(s.cases[i].memory->peak_bytes));
+  }
+  label_px = std::min(label_px, 340.0);
+  const double x0 = label_px + 16, x1 = kWidth - kValueColumn;
+  const double bottom = kTop + rows.size() * kRow;
+  const auto [unit, unit_name] = byte_unit(max_bytes);
+  const std::vector<double> ticks = linear_ticks(max_bytes / unit, 6);
+  const Scale x{0, ticks.back() * unit, x0, x1};
+
+  std::string out = svg_open("memory", bottom + 48, "Device memory held at each case's peak, split by what holds it");
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const std::string& role : roles) entries.emplace_back(role, role_color(roles, role));
+  out += legend(x0, 16, entries);
+  out += "<g class=\"axis\">\n";
+  for (double t : ticks) {
+    out += fmt::format("<line class=\"grid{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>\n", t == 0 ? " zero" : "",
+                       px(x(t * unit)), px(x(t * unit)), px(kTop - 8), px(bottom));
+    out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n", px(x(t * unit)),
+                       px(bottom + 16), tick_text(t), unit_name);
+  }
+  out += fmt::format(
+      "<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">device memory live at the peak of the timed "
+      "iterations (buffers allocated before them included)</text>\n",
+      px((x0 + x1) / 2), px(bottom + 36));
+  out += "</g>\n";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const CaseSummary& c = s.cases[rows[r]];
+    const CaseMemory& m = *c.memory;
+    const double y = kTop + r * kRow + (kRow - kBar) / 2;
+    out += fmt::format("<g class=\"bar-row\" data-case=\"{}\">\n", rows[r]);
+    out += fitted_text(x0 - 8, y + kBar / 2 + 4, c.label, label_px, "row-label", "end", middle);
+    // In the legend's order, so a role sits at the same place in every bar.
+    double at = 0;
+    for (const std::string& role : roles) {
+      const MemoryRole* held = m.role(role);
+      if (held == nullptr || held->peak_bytes == 0) continue;
+      const double bytes = static_cast<double>(held->peak_bytes);
+      const double left = x(at), right = x(at + bytes);
+      std::string tip = fmt::format("{}\n{}: {} held at the peak ({:.0f}% of {})", c.label, role, format_bytes(bytes),
+                                    m.peak_bytes > 0 ? 100.0 * bytes / static_cast<double>(m.peak_bytes) : 0.0,
+                                    format_bytes(static_cast<double>(m.peak_bytes)));
+      if (held->plan_bytes > 0)
+        tip += fmt::format("; {} allocated with the plan", format_bytes(static_cast<double>(held->plan_bytes)));
+      if (held->iteration_bytes_per_iter > 0)
+        tip += fmt::format("; {} allocated per iteration", format_bytes(held->iteration_bytes_per_iter));
+      if (held->carried_bytes > 0)
+        tip += fmt::format("; {} left by earlier cases", format_bytes(static_cast<double>(held->carried_bytes)));
+      out += fmt::format(
+          "<rect class=\"mark\" data-role=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n",
+          escape_html(role), px(left), px(y), px(std::max(right - left, 1.0)), px(kBar), role_color(roles, role),
+          escape_html(tip));
+      at += bytes;
+    }
+    std::string value = format_bytes(static_cast<double>(m.peak_bytes));
+    if (m.allocations_per_iter > 0) value += fmt::format(", {} alloc/it", format_count(m.allocations_per_iter));
+    out += fmt::format("<text class=\"value\" x=\"{}\" y=\"{}\">{}</text>\n", px(x1 + 10), px(y + kBar / 2 + 4),
+                       escape_html(value));
+    out += "</g>\n";
+  }
+  return out + "</svg>\n";
+}
+
+// ---- (f) Peak device memory against the sequence length, per backend: log-log ----
+
+std::string memory_scaling_chart(const RunSummary& s) {
+  if (memory_cases(s).empty()) return "";
+  const std::vector<std::size_t> points = memory_scaling_cases(s);
+  const std::vector<MemorySeries> series = memory_series(s);
+  const std::vector<std::string> backends = backend_order(s);
+  constexpr double kHeight = 400, kLeft = 78, kRight = 220, kTop = 24, kBottom = 340;
+  const double x0 = kLeft, x1 = kWidth - kRight;
+  const auto seq = [&](std::size_t i) { return static_cast<double>(s.cases[i].problem.shape.seq_kv); };
+  const auto peak = [&](std::size_t i) { return static_cast<double>(s.cases[i].memory->peak_bytes); };
+
+  double x_lo = 100, x_hi = 1e4, y_lo = 1e6, y_hi = 1e9;
+  if (!points.empty()) {
+    double min_x = seq(points[0]), max_x = min_x, min_y = peak(points[0]), max_y = min_y;
+    for (std::size_t i : points) {
+      min_x = std::min(min_x, seq(i));
+      max_x = std::max(max_x, seq(i));
+      min_y = std::min(min_y, peak(i));
+      max_y = std::max(max_y, peak(i));
+    }
+    x_lo = decade_floor(min_x / 1.5);
+    x_hi = decade_ceil(max_x * 1.5);
+    y_lo = decade_floor(min_y / 1.5);
+    y_hi = decade_ceil(max_y * 1.5);
+    if (x_hi / x_lo < 1e2) x_hi *= 10;
+    if (y_hi / y_lo < 1e2) y_hi *= 10;
+  }
+  const Scale x{x_lo, x_hi, x0, x1, true};
+  const Scale y{y_lo, y_hi, kBottom, kTop, true};
+
+  std::string out = svg_open("memory-scaling", kHeight,
+                             "Peak device memory of each case over its sequence length, per backend, log-log");
+  out += "<g class=\"axis\">\n";
+  for (double d : decade_ticks(x_lo, x_hi)) {
+    out += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>\n", px(x(d)), px(kTop), px(kBottom));
+    out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x(d)),
+                       px(kBottom + 16), tick_text(d));
+  }
+  for (double d : decade_ticks(y_lo, y_hi)) {
+    out += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>\n", px(x0), px(x1), px(y(d)));
+    out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(x0 - 8), px(y(d) + 4),
+                       decade_bytes_text(d));
+  }
+  out += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(x0), px(kTop),
+                     px(x1 - x0), px(kBottom - kTop));
+  out += fmt::format(
+      "<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">sequence length (seq_kv, tokens)</text>\n",
+      px((x0 + x1) / 2), px(kBottom + 38));
+  out += fmt::format(
+      "<text class=\"axis-title\" transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\">peak device "
+      "memory</text>\n",
+      px(18), px((kTop + kBottom) / 2));
+  out += "</g>\n";
+
+  if (points.empty()) {
+    out += fmt::format(
+        "<text class=\"note\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">no case with memory has a sequence length</text>\n",
+        px((x0 + x1) / 2), px((kTop + kBottom) / 2));
+    return out + "</svg>\n";
+  }
+  // Slopes 1 and 2 from the lowest point of the shortest sequence: memory growing as S, and as S^2.
+  std::size_t anchor = points[0];
+  for (std::size_t i : points)
+    if (seq(i) < seq(anchor) || (seq(i) == seq(anchor) && peak(i) < peak(anchor))) anchor = i;
+  out += "<g class=\"guides\">\n";
+  for (const auto& [slope, name] : {std::pair{1.0, "∝ S"}, {2.0, "∝ S²"}}) {
+    const double gx = seq(anchor), gy = peak(anchor);
+    const double end_x = std::min(x_hi, gx * std::pow(y_hi / gy, 1.0 / slope));
+    const double end_y = gy * std::pow(end_x / gx, slope);
+    out += fmt::format("<line class=\"guide\" data-slope=\"{:g}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", slope,
+                       px(x(gx)), px(y(gy)), px(x(end_x)), px(y(end_y)));
+    out += fmt::format("<text class=\"guide-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(x(end_x) - 4),
+                       px(y(end_y) + (slope > 1 ? 14 : -6)), name);
+  }
+  out += "</g>\n";
+
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const MemorySeries& line : series) {
+    const std::string color = backend_color(backends, line.backend);
+    if (line.cases.size() > 1) {
+      std::string path;
+      for (std::size_t i : line.cases) path += fmt::format("{}{},{}", path.empty() ? "" : " ", px(x(seq(i))), px(y(peak(i))));
+      out += fmt::format("<polyline class=\"series\" points=\"{}\" stroke=\"{}\"><title>{}</title></polyline>\n", path,
+                         color, escape_html(line.label));
+    }
+    if (std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == line.backend; }) == entries.end())
+      entries.emplace_back(line.backend, color);
+  }
+  std::vector<std::pair<double, double>> placed;
+  for (std::size_t i : points) {
+    const CaseSummary& c = s.cases[i];
+    const double cy = y(peak(i));
+    double cx = x(seq(i));
+    // Backends at one length may hold the same: a point that would cover another moves sideways.
+    for (int step = 1; std::any_of(placed.begin(), placed.end(), [&](const auto& p) {
+           return std::hypot(p.first - cx, p.second - cy) < 8;
+         }); ++step)
+      cx = x(seq(i)) + (step % 2 ? 1 : -1) * 8.0 * ((step + 1) / 2);
+    placed.emplace_back(cx, cy);
+    out += fmt::format(
+        "<circle class=\"mark\" data-case=\"{}\" cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"><title>{}</title></circle>\n", i,
+        px(cx), px(cy), backend_color(backends, c.backend),
+        escape_html(fmt::format("{}: peak {} at seq_kv {}", c.label, format_bytes(peak(i)), c.problem.shape.seq_kv)));
+  }
+  out += "<g class=\"legend\">\n";
+  double ly = kTop + 8;
+  for (const auto& [text, color] : entries) {
+    out += fmt::format("<g class=\"legend-item\"><circle class=\"swatch\" cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/>",
+                       px(x1 + 22), px(ly), color);
+    out += fitted_text(x1 + 34, ly + 4, text, kRight - 40, "legend-text", "start", middle);
+    out += "</g>\n";
+    ly += 20;
   }
   out += "</g>\n";
   return out + "</svg>\n";

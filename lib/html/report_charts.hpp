@@ -1,4 +1,4 @@
-// The report's four charts, as inline SVG. What each chart shows is computed by the data
+// The report's charts, as inline SVG. What each chart shows is computed by the data
 // functions here, apart from the drawing, so tests can say how many marks a chart must hold.
 #pragma once
 
@@ -50,6 +50,22 @@ struct OccupancyRow {
 // Kernels of cases that ran with an achieved occupancy: the occupancy chart's rows.
 std::vector<OccupancyRow> occupancy_rows(const RunSummary& s);
 
+// Cases that ran with device memory recorded (CaseSummary::memory): the memory chart's rows.
+std::vector<std::size_t> memory_cases(const RunSummary& s);
+// The roles held at some case's peak (MemoryRole::peak_bytes > 0), in order of first appearance:
+// the memory chart's stack order and colours.
+std::vector<std::string> memory_roles(const RunSummary& s);
+// Cases with memory, a peak above zero and a sequence length: the memory-scaling chart's points.
+std::vector<std::size_t> memory_scaling_cases(const RunSummary& s);
+// A memory-scaling line: one backend's cases of one problem but for its sequence lengths (dtype,
+// masking, batch, heads, head dim, pass), by seq_kv.
+struct MemorySeries {
+  std::string backend;
+  std::string label;  // "flash:fa2 bf16 causal 1x16 d64"
+  std::vector<std::size_t> cases;
+};
+std::vector<MemorySeries> memory_series(const RunSummary& s);
+
 // Backends in order of first appearance; a backend's colour is palette()[its index].
 std::vector<std::string> backend_order(const RunSummary& s);
 
@@ -57,5 +73,9 @@ std::string gpu_time_chart(const RunSummary& s);
 std::string tflops_chart(const RunSummary& s);
 std::string roofline_chart(const RunSummary& s, const std::optional<DeviceRoofs>& roofs);
 std::string occupancy_chart(const RunSummary& s);  // "" when no kernel has an achieved occupancy
+// "" when no case has memory: device memory held at each case's peak, stacked by role; the peak
+// against the sequence length per backend, log-log (a slope of 2 is O(S^2), of 1 is O(S)).
+std::string memory_chart(const RunSummary& s);
+std::string memory_scaling_chart(const RunSummary& s);
 
 }  // namespace attnprof::html

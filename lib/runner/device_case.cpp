@@ -12,10 +12,23 @@
 namespace attnprof {
 namespace {
 
-DeviceBuffer draw(const AttentionProblem& p, std::uint64_t seed, InputTensor tensor, cudaStream_t stream) {
+// What the memory records call an input's buffer (sweep/buffer_roles.hpp).
+const char* role_of(InputTensor tensor) {
+  switch (tensor) {
+    case InputTensor::q: return "q";
+    case InputTensor::k: return "k";
+    case InputTensor::v: return "v";
+    case InputTensor::bias: return "bias";
+    case InputTensor::grad_o: return "do";
+  }
+  return "input";
+}
+
+DeviceBuffer draw(const AttentionProblem& p, std::uint64_t seed, InputTensor tensor, cudaStream_t stream,
+                  const char* role = nullptr) {
   const DType dtype = input_dtype(p, tensor);
   const std::int64_t count = input_element_count(p, tensor);
-  DeviceBuffer buffer(static_cast<std::size_t>(count) * dtype_bytes(dtype));
+  DeviceBuffer buffer(static_cast<std::size_t>(count) * dtype_bytes(dtype), role != nullptr ? role : role_of(tensor));
   const InputRange range = input_range(tensor, p.pass);
   CUDA_CHECK(kernels::fill_uniform(buffer.get(), dtype, count, seed, tensor, range.low, range.high, stream));
   return buffer;
@@ -29,9 +42,9 @@ DeviceBuffer draw(const AttentionProblem& p, std::uint64_t seed, InputTensor ten
 // by far more than the bound. Synchronizes `stream` before the scratch goes.
 DeviceBuffer draw_stored(const AttentionProblem& p, std::uint64_t seed, InputTensor tensor,
                          const std::vector<std::int64_t>& targets, std::int64_t stored_elements, cudaStream_t stream) {
-  const DeviceBuffer logical = draw(p, seed, tensor, stream);
+  const DeviceBuffer logical = draw(p, seed, tensor, stream, "input_scratch");
   const std::int64_t row_bytes = static_cast<std::int64_t>(p.shape.head_dim) * dtype_bytes(p.dtype);
-  DeviceBuffer stored(static_cast<std::size_t>(stored_elements) * dtype_bytes(p.dtype));
+  DeviceBuffer stored(static_cast<std::size_t>(stored_elements) * dtype_bytes(p.dtype), role_of(tensor));
   // Bytes: 0x4747 is bf16 51,000, fp16 7.3, fp32 (0x47474747) 51,015; 0x3c3c bf16 0.0115, fp16 1.06.
   const int filler = tensor == InputTensor::k ? 0x00 : tensor == InputTensor::v ? 0x47 : 0x3c;
   CUDA_CHECK(cudaMemsetAsync(stored.get(), filler, stored.bytes(), stream));
@@ -67,14 +80,14 @@ DeviceCase::DeviceCase(const AttentionProblem& problem, std::uint64_t seed, cuda
     k_ = draw(problem, seed, InputTensor::k, stream);
     v_ = draw(problem, seed, InputTensor::v, stream);
   }
-  o_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_q(s)) * width);
-  lse_ = DeviceBuffer(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * sizeof(float));
+  o_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_q(s)) * width, "o");
+  lse_ = DeviceBuffer(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q * sizeof(float), "lse");
   bias_ = draw(problem, seed, InputTensor::bias, stream);
   if (problem.is_backward()) {
     d_o_ = draw(problem, seed, InputTensor::grad_o, stream);
-    dq_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_q(s)) * width);
-    dk_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_kv(s)) * width);
-    dv_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_kv(s)) * width);
+    dq_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_q(s)) * width, "dq");
+    dk_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_kv(s)) * width, "dk");
+    dv_ = DeviceBuffer(static_cast<std::size_t>(stored_elements_kv(s)) * width, "dv");
   }
 
   // The sequence arrays, one int32 buffer: lengths, cumulative offsets, block table.

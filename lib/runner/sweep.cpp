@@ -25,6 +25,7 @@
 #include "reference/verification.hpp"
 #include "runner/device_case.hpp"
 #include "summary/analysis.hpp"
+#include "sweep/buffer_roles.hpp"
 
 namespace attnprof {
 
@@ -41,6 +42,8 @@ struct Sweep::State {
   std::unique_ptr<KernelMetricsProfiler> metrics{};  // --metrics; reset once counters prove unavailable
   nlohmann::json metrics_info{};                     // what --metrics measured, for the trace's provenance
   std::vector<std::string> notes{};
+  MemoryLedger memory{};  // device memory the cases so far left allocated
+  std::size_t collector_notes_taken = 0;
 
   State(SweepSettings s, DeviceProperties d, SoftwareVersions v)
       : settings(std::move(s)), device(std::move(d)), versions(std::move(v)), collector(settings.collector) {}
@@ -454,8 +457,15 @@ CaseSummary record_case(Sweep::State& state, trace::ChromeTraceWriter& writer, C
     batch = state.collector.drain();
     tag_annotations(batch, index);
     attach_metrics(state, batch, run, index);
+    // What the case's buffers hold (the roles its backend named), in the trace too.
+    const std::vector<BufferRole> roles = take_buffer_roles();
+    assign_buffer_roles(batch, roles);
     prepare_batch(batch, {state.device});
     writer.write(batch);
+    // For the case's summary only: what earlier cases left allocated, which it holds too, and the
+    // roles of their releases.
+    state.memory.carry_into(batch, index);
+    assign_buffer_roles(batch, roles);
   } catch (const std::exception& e) {
     run.status = CaseStatus::failed;
     run.reason = join_reasons(run.reason, std::string("recording the case failed: ") + e.what());
@@ -470,6 +480,7 @@ CaseSummary record_case(Sweep::State& state, trace::ChromeTraceWriter& writer, C
   state.dropped_so_far = dropped;
 
   CaseSummary cs = summarize_case(run.measured, batch);
+  state.memory.record(batch);
   cs.device = state.settings.device;
   cs.status = run.status;
   cs.reason = run.reason;
@@ -519,7 +530,14 @@ CaseSummary Sweep::run_case(const PlannedCase& planned, int index, trace::Chrome
   return record_case(*state_, writer, attempt_case(*state_, planned, index), index);
 }
 
-std::vector<std::string> Sweep::take_notes() { return std::exchange(state_->notes, {}); }
+std::vector<std::string> Sweep::take_notes() {
+  // The collector's (memory records unavailable, records of kinds it did not know), once each.
+  const std::vector<std::string> collector_notes = state_->collector.notes();
+  for (std::size_t i = state_->collector_notes_taken; i < collector_notes.size(); ++i)
+    state_->notes.push_back(collector_notes[i]);
+  state_->collector_notes_taken = collector_notes.size();
+  return std::exchange(state_->notes, {});
+}
 
 nlohmann::json Sweep::metrics_info() const { return state_->metrics_info; }
 

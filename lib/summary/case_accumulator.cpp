@@ -88,10 +88,13 @@ void CaseAccumulator::add(const trace::MemsetActivity& m) {
   add_transfer(m, "memset", memset_count_, memset_bytes_, memset_apis_);
 }
 
+void CaseAccumulator::add(const trace::MemoryActivity& m) { memory_.add(m); }
+
 void CaseAccumulator::add(const trace::ActivityBatch& batch) {
   for (const trace::KernelActivity& k : batch.kernels) add(k);
   for (const trace::MemcpyActivity& m : batch.memcpys) add(m);
   for (const trace::MemsetActivity& m : batch.memsets) add(m);
+  for (const trace::MemoryActivity& m : batch.memory) add(m);
 }
 
 std::vector<double> CaseAccumulator::span_us() const {
@@ -146,6 +149,11 @@ CaseSummary CaseAccumulator::summarize(const CaseMeasurements& m) const {
   c.launch_apis = kernel_apis_;
   for (const std::string& api : memcpy_apis_) add_launch_api(c.launch_apis, api);
   for (const std::string& api : memset_apis_) add_launch_api(c.launch_apis, api);
+
+  std::optional<Span> timed;
+  for (const auto& [iteration, span] : spans_)
+    timed = timed ? Span{std::min(timed->first, span.first), std::max(timed->second, span.second)} : span;
+  c.memory = memory_.summarize(m.iterations, timed);
   return c;
 }
 

@@ -1,6 +1,7 @@
 // The per-case aggregation, one GPU record at a time: a run hands it the case's batch, `attnprof
 // report` hands it the records of a trace as it streams past, so a case's summary never needs
-// the case's records in memory. Only timed-iteration records (phase `iteration`) count.
+// the case's records in memory. Only timed-iteration records (phase `iteration`) count, but for
+// memory records: every one of the case's counts toward what it holds (summary/case_memory.hpp).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "summary/case_memory.hpp"
 #include "summary/summary.hpp"
 #include "trace/model.hpp"
 
@@ -22,7 +24,8 @@ class CaseAccumulator {
   void add(const trace::KernelActivity& kernel);
   void add(const trace::MemcpyActivity& memcpy);
   void add(const trace::MemsetActivity& memset);
-  // The batch's kernels, memcpys and memsets.
+  void add(const trace::MemoryActivity& memory);
+  // The batch's kernels, memcpys, memsets and memory records.
   void add(const trace::ActivityBatch& batch);
 
   // The GPU span of every timed iteration that had GPU work, by iteration index.
@@ -65,6 +68,7 @@ class CaseAccumulator {
   // Launch APIs in order of first use, kernels' before memcpys' before memsets'.
   std::vector<std::string> kernel_apis_, memcpy_apis_, memset_apis_;
   std::map<int, Span> spans_;
+  MemoryTimeline memory_;
 };
 
 }  // namespace attnprof

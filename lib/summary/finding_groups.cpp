@@ -10,23 +10,27 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.hpp"
+#include "summary/findings.hpp"
+#include "summary/render.hpp"
 
 namespace attnprof {
 namespace {
 
 // The order of the tiers the groups are ranked in (rank_findings).
-enum class Tier { cost, correctness, scope, unweighed };
+enum class Tier { cost, correctness, scope, memory, unweighed };
 
 Tier tier_of(const Stake& s) {
   if (s.basis == StakeBasis::correctness) return Tier::correctness;
+  if (is_memory_stake(s)) return Tier::memory;
   if (s.basis == StakeBasis::none) return Tier::unweighed;
   return s.cost ? Tier::cost : Tier::scope;
 }
 
-// Larger first: the tier, then the share, then the time.
+// Larger first: the tier, then the share, then the time (bytes, for memory).
 bool more_at_stake(const Stake& a, const Stake& b) {
   if (tier_of(a) != tier_of(b)) return tier_of(a) < tier_of(b);
   if (a.share_percent != b.share_percent) return a.share_percent > b.share_percent;
+  if (tier_of(a) == Tier::memory) return a.bytes > b.bytes;
   return a.us > b.us;
 }
 
@@ -39,6 +43,7 @@ bool shown_by_default(const FindingGroup& g) {
     case Tier::cost: return g.lead().share_percent >= kShownSharePercent;
     case Tier::correctness: return true;
     case Tier::scope: return g.lead().share_percent >= kShownScopePercent;
+    case Tier::memory: return g.lead().cost || g.lead().share_percent >= kShownMemorySharePercent;
     case Tier::unweighed: return false;
   }
   return false;
@@ -46,6 +51,11 @@ bool shown_by_default(const FindingGroup& g) {
 
 std::string percent_text(double percent) {
   return percent >= 10 || percent == 0 ? fmt::format("{:.0f}%", percent) : fmt::format("{:.1f}%", percent);
+}
+
+// A case's figure beside its label: its share, or the bytes of a memory stake without a peak.
+std::string figure_text(const Stake& stake) {
+  return is_memory_stake(stake) && stake.share_percent <= 0 ? format_bytes(stake.bytes) : percent_text(stake.share_percent);
 }
 
 }  // namespace
@@ -122,27 +132,28 @@ std::string stake_text(const Stake& stake) {
     case StakeBasis::host_time: return percent_text(stake.share_percent) + " host";
     case StakeBasis::first_call: return percent_text(stake.share_percent) + " 1st call";
     case StakeBasis::correctness: return "differs";
-    case StakeBasis::none: return "";
+    case StakeBasis::none:
+      if (!is_memory_stake(stake)) return "";
+      return stake.share_percent > 0 ? percent_text(stake.share_percent) + " mem" : format_bytes(stake.bytes);
   }
   return "";
 }
 
 std::string finding_group_cases(const FindingGroup& group, const RunSummary& summary, std::size_t listed) {
   const std::size_t n = group.cases.size();
-  const bool figures = n > 1 && group.lead().basis != StakeBasis::none && group.lead().basis != StakeBasis::correctness;
+  const bool figures = n > 1 && !stake_text(group.lead()).empty() && group.lead().basis != StakeBasis::correctness;
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < n && i < listed; ++i) {
     std::string part = summary.cases[group.cases[i]].label;
-    if (figures) part += " " + percent_text(group.stakes[i].share_percent);
+    if (figures) part += " " + figure_text(group.stakes[i]);
     parts.push_back(std::move(part));
   }
   std::string text = fmt::format("{}", fmt::join(parts, ", "));
   if (n <= listed) return text;
   text += fmt::format(" and {} more", n - listed);
   if (figures) {
-    const double high = group.stakes[listed].share_percent, low = group.stakes.back().share_percent;
-    text += high == low ? fmt::format(" ({})", percent_text(high))
-                        : fmt::format(" ({}-{})", percent_text(low), percent_text(high));
+    const std::string high = figure_text(group.stakes[listed]), low = figure_text(group.stakes.back());
+    text += high == low ? fmt::format(" ({})", high) : fmt::format(" ({}-{})", low, high);
   }
   return text;
 }

@@ -23,14 +23,17 @@ struct FindingGroup {
 // Each kind once, its cases ordered by stake (a case with two findings of a kind counts with its
 // larger one). The groups ranked: costs by the largest share of a case's time they explain, then
 // results that differ between runs, then facts that explain a kernel (by the share of the time
-// that kernel runs), then the rest; ties by the time at stake, then by kind.
+// that kernel runs), then device memory (by the share of its case's peak: findings.hpp's
+// device_memory_stake), then the rest; ties by the time at stake, then by kind.
 std::vector<FindingGroup> rank_findings(const RunSummary& summary);
 
 // Which groups a reader sees: the default (every cost of at least kShownSharePercent of a case's
-// time, results that differ, and facts about a kernel that holds at least kShownScopePercent of its
-// case's time), all of them, or the first N.
+// time, results that differ, facts about a kernel that holds at least kShownScopePercent of its
+// case's time, device memory allocated inside the timed loop, and device memory held that is at
+// least kShownMemorySharePercent of its case's peak), all of them, or the first N.
 inline constexpr double kShownSharePercent = 3.0;
 inline constexpr double kShownScopePercent = 50.0;
+inline constexpr double kShownMemorySharePercent = 10.0;
 struct FindingsView {
   enum class Mode { standard, all, top } mode = Mode::standard;
   std::size_t top = 0;
@@ -46,7 +49,8 @@ struct SelectedFindings {
 SelectedFindings select_findings(std::vector<FindingGroup> ranked, const FindingsView& view);
 
 // The stake as a table cell: the share of the case's GPU time ("31% GPU"), of a call's host time
-// ("15% host"), of the first call ("99% 1st call"); "differs" (results); "" (not weighed).
+// ("15% host"), of the first call ("99% 1st call"), of the case's peak device memory ("45% mem",
+// or the bytes where the peak is unknown); "differs" (results); "" (not weighed).
 std::string stake_text(const Stake& stake);
 
 // Who a group holds for, each case with its figure where there are several: the label for one

@@ -8,6 +8,7 @@
 
 #include "flash_hopper/register_budget.hpp"
 #include "summary/kernel_category.hpp"
+#include "summary/memory_findings.hpp"
 
 namespace attnprof {
 namespace {
@@ -648,6 +649,13 @@ Stake first_call_cost(const CaseSummary& c, double host_us) {
   return {StakeBasis::first_call, true, host_us, first_call > 0 ? 100.0 * host_us / first_call : 0, 0};
 }
 
+Stake device_memory_stake(const CaseSummary& c, double bytes, bool cost) {
+  const double peak = c.memory ? static_cast<double>(c.memory->peak_bytes) : 0;
+  return {StakeBasis::none, cost, 0, peak > 0 ? std::min(100.0, 100.0 * bytes / peak) : 0, bytes};
+}
+
+bool is_memory_stake(const Stake& stake) { return stake.basis == StakeBasis::none && stake.bytes > 0; }
+
 bool at_realistic_size(const AttentionProblem& problem) {
   constexpr double kRealisticFlops = 1e9;
   constexpr double kRealisticBytes = 16e6;
@@ -685,6 +693,7 @@ std::string conversion_direction(const std::string& kernel_name) {
 void add_findings(CaseSummary& c) {
   if (c.status != CaseStatus::ok) return;
   memory_findings(c);
+  add_device_memory_findings(c);
   conversion_findings(c);
   grouped_heads_findings(c);
   masked_dense_findings(c);

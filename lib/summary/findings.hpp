@@ -1,9 +1,10 @@
 // Automatic explanations of what a case's trace shows, each with its evidence: copies inside
 // the timed loop, dtype conversions, a mask rebuilt every call, low occupancy and its cause,
 // registers a kernel re-splits with setmaxnreg (flash:hopper's) beside CUPTI's count, driver-API
-// launches, host time exceeding GPU time, collective communication (NCCL) kernels; for a
-// backward, its fp32 dQ accumulator, P recomputed or materialised, workspace memsets, and bits that
-// differ between two runs (docs/config.md lists them).
+// launches, host time exceeding GPU time, collective communication (NCCL) kernels; device memory
+// (score matrices held, a masked copy of them, allocations in the timed loop, workspace, K/V
+// repeated for grouped heads); for a backward, its fp32 dQ accumulator, P recomputed or
+// materialised, workspace memsets, and bits that differ between two runs (docs/config.md lists them).
 #pragma once
 
 #include "summary/summary.hpp"
@@ -37,6 +38,13 @@ Stake gpu_time_scope(const CaseSummary& c, double us, double bytes = 0);
 Stake host_time_cost(double above_gpu_us, double host_us);
 // Host time preparing the first call (a plan), of the first call's time (that and one GPU call).
 Stake first_call_cost(const CaseSummary& c, double host_us);
+
+// Device memory held or allocated (CaseMemory), where no time is measured: basis none, `bytes`,
+// `share_percent` of the case's peak device memory (0 without one); `cost` true for what is paid
+// every iteration (an allocation inside the timed loop), false for what is held.
+Stake device_memory_stake(const CaseSummary& c, double bytes, bool cost);
+// Whether a stake weighs bytes of device memory (basis none, bytes > 0): finding_groups ranks them apart.
+bool is_memory_stake(const Stake& stake);
 
 // Whether a problem is large enough that the host's time per call matters next to the GPU's: at
 // least a GFLOP (a short prompt: 1x16x512x512x64), or 16 MB to read (a decode step's K/V cache).

@@ -32,6 +32,7 @@ std::vector<CaseSummary> summarize_program_cases(const std::vector<trace::Annota
   take(tagged.kernels);
   take(tagged.memcpys);
   take(tagged.memsets);
+  take(tagged.memory);
   return summarize_program_cases(cases, per_case);
 }
 

@@ -255,10 +255,11 @@ struct HumanStyle {
 std::string cases_table(const RunSummary& s, const HumanStyle& style) {
   // A device column when the cases ran on several GPUs (run --devices), a communication column
   // when some case launched NCCL kernels; a one-GPU run without collectives reads as it always did.
-  bool several_devices = false, any_communication = false;
+  bool several_devices = false, any_communication = false, any_memory = false;
   for (const CaseSummary& c : s.cases) {
     several_devices = several_devices || c.device != s.cases.front().device;
     any_communication = any_communication || communication_kernels_per_iter(c) > 0;
+    any_memory = any_memory || c.memory.has_value();
   }
   const bool wide = !style.narrow();
   std::vector<Column> columns = {{"case", false, Shrink::middle, 18}, {"status", false}};
@@ -275,6 +276,8 @@ std::string cases_table(const RunSummary& s, const HumanStyle& style) {
   columns.push_back({"kernels/it", true});
   if (any_communication) columns.push_back({"nccl/it", true});
   columns.insert(columns.end(), {{"memcpy/it", true}, {"memset/it", true}});
+  // Device memory at the peak of the timed iterations (CUPTI's memory records), when recorded.
+  if (any_memory) columns.push_back({"peak mem", true});
   if (wide) columns.push_back({"plan cold/warm", true});
 
   std::vector<std::vector<std::string>> rows;
@@ -306,6 +309,7 @@ std::string cases_table(const RunSummary& s, const HumanStyle& style) {
     if (any_communication) row.push_back(ran ? format_count(communication_kernels_per_iter(c)) : "");
     row.push_back(ran ? count_and_bytes(c.memcpy_per_iter, c.memcpy_bytes_per_iter) : "");
     row.push_back(ran ? count_and_bytes(c.memset_per_iter, c.memset_bytes_per_iter) : "");
+    if (any_memory) row.push_back(ran && c.memory ? format_bytes(static_cast<double>(c.memory->peak_bytes)) : "");
     if (wide) {
       std::string plan;
       if (ran && c.plan_cold_ms) plan = fmt::format("{:.2f}/{:.3f} ms", *c.plan_cold_ms, c.plan_warm_ms.value_or(0));
@@ -369,6 +373,49 @@ std::string kernels_table(const RunSummary& s, const HumanStyle& style) {
   return layout(columns, rows, style.markdown, style.max_width());
 }
 
+// "scores 128.0 MiB, probabilities 128.0 MiB, other 1.0 MiB": what a case held at its peak, by role.
+std::string roles_text(const CaseMemory& m) {
+  std::string text;
+  for (const MemoryRole& r : m.roles) {
+    if (r.peak_bytes == 0) continue;
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", r.role, format_bytes(static_cast<double>(r.peak_bytes)));
+  }
+  return text;
+}
+
+// Device memory per case, for md and the wide table: the peak and what held it, what the plan
+// allocated, and what the timed loop allocated and released per iteration.
+std::string memory_table(const RunSummary& s, const HumanStyle& style) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CaseSummary& c : s.cases) {
+    if (c.status != CaseStatus::ok || !c.memory) continue;
+    const CaseMemory& m = *c.memory;
+    std::vector<std::string> apis;
+    for (const MemoryOperations& op : m.in_iterations)
+      if (!op.api.empty() && std::find(apis.begin(), apis.end(), op.api) == apis.end()) apis.push_back(op.api);
+    std::string api_text;
+    for (const std::string& api : apis) api_text += (api_text.empty() ? "" : ", ") + api;
+    std::string notes;
+    if (m.carried_bytes > 0) notes = format_bytes(static_cast<double>(m.carried_bytes)) + " from earlier cases";
+    if (m.unmatched_releases > 0)
+      notes += fmt::format("{}{} release(s) without allocation", notes.empty() ? "" : "; ", m.unmatched_releases);
+    rows.push_back({c.label, format_bytes(static_cast<double>(m.peak_bytes)),
+                    count_and_bytes(static_cast<double>(m.plan_allocations), static_cast<double>(m.plan_bytes)),
+                    count_and_bytes(m.allocations_per_iter, m.allocation_bytes_per_iter),
+                    count_and_bytes(m.releases_per_iter, m.release_bytes_per_iter), api_text, roles_text(m), notes});
+  }
+  if (rows.empty()) return "";
+  return layout({{"case", false},
+                 {"peak mem", true},
+                 {"plan allocs", true},
+                 {"allocs/it", true},
+                 {"frees/it", true},
+                 {"alloc api", false},
+                 {"held at peak, by role", false},
+                 {"notes", false}},
+                rows, style.markdown);
+}
+
 // Surprises first (the user's guesses the trace contradicts), then the findings ranked by what is
 // at stake, each kind once with its cases, and a line saying what was folded.
 std::string findings_text(const RunSummary& s, const HumanStyle& style, const FindingsView& view) {
@@ -429,6 +476,10 @@ std::string render_human(const RunSummary& s, const HumanStyle& style, const Fin
   out += cases_table(s, style);
   const std::string kernels = kernels_table(s, style);
   if (!kernels.empty()) out += '\n' + kernels;
+  if (!style.narrow()) {
+    const std::string memory = memory_table(s, style);
+    if (!memory.empty()) out += '\n' + memory;
+  }
 
   if (std::any_of(s.cases.begin(), s.cases.end(), [](const CaseSummary& c) { return c.problem.is_backward(); }))
     out += '\n' + style.paragraph(fmt::format("TFLOP/s of a backward case: {}", kBackwardFlopsNote));
@@ -471,7 +522,9 @@ std::string render_csv(const RunSummary& s) {
       "plan_cold_ms,plan_warm_ms,dominant_kernel,registers,block,grid,shared_bytes,theoretical_occupancy,"
       "occupancy_limiter,launch_api,findings,surprises,device,communication_kernels_per_iter,"
       "heads_kv,causal_alignment,window_left,window_right,flops,min_bytes,gbps,intensity,bound,compute_roof_percent,"
-      "bandwidth_roof_percent,roof_percent,pass\n";
+      "bandwidth_roof_percent,roof_percent,peak_memory_bytes,plan_allocations,plan_allocation_bytes,"
+      "allocations_per_iter,allocation_bytes_per_iter,releases_per_iter,release_bytes_per_iter,memory_roles,"
+      "unmatched_releases,pass\n";
   for (const CaseSummary& c : s.cases) {
     const KernelSummary* k = c.dominant_kernel();
     const AttentionShape& sh = c.problem.shape;
@@ -495,8 +548,20 @@ std::string render_csv(const RunSummary& s) {
         fmt::format("{:.2f}", c.roofline.gbps), fmt::format("{:.2f}", c.roofline.intensity), c.roofline.bound,
         c.roofline.compute_percent ? fmt::format("{:.2f}", *c.roofline.compute_percent) : "",
         c.roofline.bandwidth_percent ? fmt::format("{:.2f}", *c.roofline.bandwidth_percent) : "",
-        c.roofline.roof_percent ? fmt::format("{:.2f}", *c.roofline.roof_percent) : "",
-        std::string(to_string(c.problem.pass))};
+        c.roofline.roof_percent ? fmt::format("{:.2f}", *c.roofline.roof_percent) : ""};
+    // Device memory, empty where none was recorded; roles as role=bytes held at the peak. The pass stays last.
+    const CaseMemory* m = c.memory ? &*c.memory : nullptr;
+    std::string roles;
+    if (m)
+      for (const MemoryRole& r : m->roles)
+        if (r.peak_bytes > 0) roles += fmt::format("{}{}={}", roles.empty() ? "" : ";", r.role, r.peak_bytes);
+    cells.insert(cells.end(),
+                 {m ? std::to_string(m->peak_bytes) : "", m ? std::to_string(m->plan_allocations) : "",
+                  m ? std::to_string(m->plan_bytes) : "", m ? fmt::format("{:.3g}", m->allocations_per_iter) : "",
+                  m ? fmt::format("{:.0f}", m->allocation_bytes_per_iter) : "",
+                  m ? fmt::format("{:.3g}", m->releases_per_iter) : "",
+                  m ? fmt::format("{:.0f}", m->release_bytes_per_iter) : "", roles,
+                  m ? std::to_string(m->unmatched_releases) : "", std::string(to_string(c.problem.pass))});
     for (std::size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) out += ',';
       out += csv_cell(cells[i]);

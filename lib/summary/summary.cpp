@@ -259,6 +259,69 @@ KernelSummary kernel_from_json(const nlohmann::json& j) {
   return k;
 }
 
+// summary.json's "memory" (docs/report.md lists the keys).
+nlohmann::json memory_json(const CaseMemory& m) {
+  nlohmann::json roles = nlohmann::json::array();
+  for (const MemoryRole& r : m.roles)
+    roles.push_back({{"role", r.role},
+                     {"peak_bytes", r.peak_bytes},
+                     {"max_bytes", r.max_bytes},
+                     {"plan_bytes", r.plan_bytes},
+                     {"iteration_bytes_per_iter", r.iteration_bytes_per_iter},
+                     {"carried_bytes", r.carried_bytes}});
+  nlohmann::json ops = nlohmann::json::array();
+  for (const MemoryOperations& op : m.in_iterations)
+    ops.push_back({{"operation", op.operation},
+                   {"api", op.api},
+                   {"role", op.role},
+                   {"per_iter", op.per_iter},
+                   {"bytes_per_iter", op.bytes_per_iter},
+                   {"largest_bytes", op.largest_bytes},
+                   {"sizes", op.sizes}});
+  return {{"peak_bytes", m.peak_bytes},
+          {"carried_bytes", m.carried_bytes},
+          {"plan", {{"allocations", m.plan_allocations}, {"bytes", m.plan_bytes}}},
+          {"per_iter",
+           {{"allocations", m.allocations_per_iter},
+            {"allocation_bytes", m.allocation_bytes_per_iter},
+            {"releases", m.releases_per_iter},
+            {"release_bytes", m.release_bytes_per_iter}}},
+          {"roles", std::move(roles)},
+          {"in_iterations", std::move(ops)},
+          {"unmatched_releases", m.unmatched_releases},
+          {"unmatched_release_bytes", m.unmatched_release_bytes},
+          {"other_kind_records", m.other_kind_records}};
+}
+
+CaseMemory memory_from_json(const nlohmann::json& j) {
+  CaseMemory m;
+  m.peak_bytes = json_integer_or(j, "peak_bytes", std::uint64_t{0});
+  m.carried_bytes = json_integer_or(j, "carried_bytes", std::uint64_t{0});
+  const nlohmann::json plan = j.value("plan", nlohmann::json::object());
+  m.plan_allocations = json_integer_or(plan, "allocations", std::uint64_t{0});
+  m.plan_bytes = json_integer_or(plan, "bytes", std::uint64_t{0});
+  const nlohmann::json per_iter = j.value("per_iter", nlohmann::json::object());
+  m.allocations_per_iter = per_iter.value("allocations", 0.0);
+  m.allocation_bytes_per_iter = per_iter.value("allocation_bytes", 0.0);
+  m.releases_per_iter = per_iter.value("releases", 0.0);
+  m.release_bytes_per_iter = per_iter.value("release_bytes", 0.0);
+  for (const nlohmann::json& r : j.value("roles", nlohmann::json::array()))
+    m.roles.push_back({r.at("role").get<std::string>(), json_integer_or(r, "peak_bytes", std::uint64_t{0}),
+                       json_integer_or(r, "max_bytes", std::uint64_t{0}), json_integer_or(r, "plan_bytes", std::uint64_t{0}),
+                       r.value("iteration_bytes_per_iter", 0.0), json_integer_or(r, "carried_bytes", std::uint64_t{0})});
+  for (const nlohmann::json& op : j.value("in_iterations", nlohmann::json::array())) {
+    m.in_iterations.push_back({op.at("operation").get<std::string>(), op.value("api", ""), op.value("role", ""),
+                               op.value("per_iter", 0.0), op.value("bytes_per_iter", 0.0),
+                               json_integer_or(op, "largest_bytes", std::uint64_t{0}), {}});
+    for (const nlohmann::json& size : op.value("sizes", nlohmann::json::array()))
+      m.in_iterations.back().sizes.push_back(json_integer<std::uint64_t>(size, "sizes"));
+  }
+  m.unmatched_releases = json_integer_or(j, "unmatched_releases", std::uint64_t{0});
+  m.unmatched_release_bytes = json_integer_or(j, "unmatched_release_bytes", std::uint64_t{0});
+  m.other_kind_records = json_integer_or(j, "other_kind_records", std::uint64_t{0});
+  return m;
+}
+
 }  // namespace
 
 namespace trace {
@@ -331,6 +394,7 @@ void to_json(nlohmann::json& j, const CaseSummary& c) {
   put_optional(host, "plan_cold_ms", c.plan_cold_ms);
   put_optional(host, "plan_warm_ms", c.plan_warm_ms);
   j["host"] = std::move(host);
+  if (c.memory) j["memory"] = memory_json(*c.memory);  // absent: no memory record (older summaries too)
   nlohmann::json findings = nlohmann::json::array();
   for (const Finding& f : c.findings)
     findings.push_back({{"kind", f.kind}, {"message", f.message}, {"evidence", f.evidence}, {"stake", stake_json(f.stake)}});
@@ -399,6 +463,8 @@ void from_json(const nlohmann::json& j, CaseSummary& c) {
   c.host_enqueue_us_per_iter = host.value("enqueue_us_per_iter", 0.0);
   c.plan_cold_ms = get_optional<double>(host, "plan_cold_ms");
   c.plan_warm_ms = get_optional<double>(host, "plan_warm_ms");
+  c.memory.reset();
+  if (const auto memory = j.find("memory"); memory != j.end() && memory->is_object()) c.memory = memory_from_json(*memory);
   c.findings.clear();
   for (const nlohmann::json& f : j.value("findings", nlohmann::json::array()))
     c.findings.push_back({f.at("kind").get<std::string>(), f.at("message").get<std::string>(),

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +75,8 @@ struct Stake {
   double share_percent = 0;
   double bytes = 0;  // bytes moved, written or avoided, where the finding is about bytes
 };
+// A memory finding with no time measured weighs its bytes instead (findings.hpp's
+// device_memory_stake): basis none, `bytes`, `share_percent` of the case's peak device memory.
 
 struct Finding {
   std::string kind;     // "memcpy_in_iteration", "dtype_conversion", "mask_rebuilt", "low_occupancy",
@@ -90,6 +93,60 @@ struct Surprise {
   std::string expected;
   std::string observed;
   std::string note;         // the user's note on the guess, if any
+};
+
+// Device memory of a case, from CUPTI's memory records (allocations and releases). Bytes live at
+// a moment = what was allocated minus what was released before it, in time order, over the
+// case's records; only device memory counts (trace::MemoryActivity::memory_kind "Device" or
+// "Array"; pinned or pageable host and managed memory are counted apart).
+inline constexpr const char* kUnnamedMemoryRole = "other";
+
+// What one role held and allocated: the backend's name for a buffer ("scores", "workspace",
+// "q", ...), kUnnamedMemoryRole where it names none.
+struct MemoryRole {
+  std::string role;
+  std::uint64_t peak_bytes = 0;         // held at the case's peak
+  std::uint64_t max_bytes = 0;          // the most it held at once, anywhere in the case
+  std::uint64_t plan_bytes = 0;         // allocated in the plan phase
+  double iteration_bytes_per_iter = 0;  // allocated inside the timed iterations, per iteration
+  std::uint64_t carried_bytes = 0;      // held when the case began, left by earlier cases
+};
+
+// Allocations, or releases, inside the timed iterations made by one API for one role.
+struct MemoryOperations {
+  std::string operation;  // "allocation" or "release" (trace::to_string(MemoryOperation))
+  std::string api;        // "cudaMalloc", "cudaFreeAsync", ...; "" when the record does not say
+  std::string role;
+  double per_iter = 0;
+  double bytes_per_iter = 0;
+  std::uint64_t largest_bytes = 0;  // the largest single one
+  std::vector<std::uint64_t> sizes;  // the sizes of one, those with the most bytes in all first (at most kMemoryOperationSizes)
+};
+inline constexpr std::size_t kMemoryOperationSizes = 4;
+
+struct CaseMemory {
+  // The most device memory live at any moment of the timed iterations, counting what was
+  // allocated before them and still held (the plan's buffers); without a timed iteration in the
+  // records, the most live at any moment of the case.
+  std::uint64_t peak_bytes = 0;
+  std::vector<MemoryRole> roles;  // the most held at the peak first; roles held at no time leave none
+  // Held when the case began: what earlier cases left allocated (the runner carries it in,
+  // trace::MemoryActivity::carried), which the peak counts too.
+  std::uint64_t carried_bytes = 0;
+  std::uint64_t plan_allocations = 0;
+  std::uint64_t plan_bytes = 0;
+  double allocations_per_iter = 0;
+  double allocation_bytes_per_iter = 0;
+  double releases_per_iter = 0;
+  double release_bytes_per_iter = 0;
+  std::vector<MemoryOperations> in_iterations;  // allocations first, then releases; by bytes
+  // Releases of an address no allocation in the case's records made (a trace cut at its start):
+  // counted, never subtracted.
+  std::uint64_t unmatched_releases = 0;
+  std::uint64_t unmatched_release_bytes = 0;
+  std::uint64_t other_kind_records = 0;  // records of memory that is not the device's: not in the peak
+
+  const MemoryRole* role(std::string_view name) const;
 };
 
 enum class CaseStatus { ok, failed, skipped, interrupted };
@@ -136,6 +193,10 @@ struct CaseSummary {
   std::optional<double> plan_cold_ms;
   std::optional<double> plan_warm_ms;
   double host_enqueue_us_per_iter = 0;
+
+  // Device memory held and allocated; absent when the case's records hold no memory record
+  // (a capture without memory activity, an older summary).
+  std::optional<CaseMemory> memory;
 
   std::vector<Finding> findings;
   std::vector<Surprise> surprises;

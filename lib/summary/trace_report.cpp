@@ -192,8 +192,9 @@ class ReportBuilder {
         own_trace_ = true;
       return;
     }
-    // Once our tags show, the cases come from them: host events are no longer needed.
-    if (!tagged_.empty() && !is_gpu_category(e.cat)) return;
+    // Once our tags show, the cases come from them: host events are no longer needed, except the
+    // memory records, which sit on the host thread that allocated (as Kineto puts them).
+    if (!tagged_.empty() && !is_gpu_category(e.cat) && e.cat != trace::category::kCpuInstantEvent) return;
     std::optional<trace::Activity> activity = converter_.convert(e, doc);
     if (!activity) return;
     if (auto* kernel = std::get_if<trace::KernelActivity>(&*activity))
@@ -241,6 +242,15 @@ class ReportBuilder {
     if (!a.on_gpu && !trace::is_transparent_range(a.name)) annotations_.push_back(a);
   }
   void take(const trace::OverheadActivity&, const trace::TraceEvent&) {}
+  // Memory records of our tagged cases join their case like its GPU records (all phases: what
+  // the plan allocated is held in the iterations); untagged ones (Kineto's) are not joined yet.
+  void take(const trace::MemoryActivity& m, const trace::TraceEvent& e) {
+    if (m.tag.case_index < 0) return;
+    TaggedCase& c = tagged_[m.tag.case_index];
+    if (c.label.empty() && e.args.case_label) c.label = *e.args.case_label;
+    if (c.backend.empty() && e.args.backend) c.backend = *e.args.backend;
+    c.timed.add(m);
+  }
 
   std::optional<std::vector<Expectation>> expectations(const Provenance& provenance, const TraceReportOptions& options,
                                                        TraceReport& report) const {

@@ -85,6 +85,31 @@ TEST(ProfileLauncher, TheCommandRunsWithTheInjectionInItsEnvironment) {
   EXPECT_NE(env.find("ATTNPROF_PROFILE_DIR=" + std::filesystem::canonical(out).string()), std::string::npos);
 }
 
+TEST(ProfileLauncher, MemoryPutsPytorchsAllocatorOnCudaMallocAsync) {
+  const std::filesystem::path out = fresh_dir("memory_env");
+  ProfileLaunch launch = shell("env > \"$ATTNPROF_PROFILE_DIR/env.txt\"", out);
+  launch.pytorch_allocations = true;
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+  ASSERT_EQ(profile_program(launch).exit_code, 0);
+  ::unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  const std::string env = read_text(out / "env.txt");
+  EXPECT_NE(env.find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,backend:cudaMallocAsync\n"), std::string::npos)
+      << env;
+  // Without --memory the user's setting goes through untouched.
+  launch.pytorch_allocations = false;
+  ASSERT_EQ(profile_program(launch).exit_code, 0);
+  EXPECT_EQ(read_text(out / "env.txt").find("PYTORCH_CUDA_ALLOC_CONF"), std::string::npos);
+}
+
+TEST(ProfileLauncher, MemorysAllocatorSettingKeepsTheUsersBackend) {
+  EXPECT_EQ(allocation_conf_for_memory(std::nullopt), "backend:cudaMallocAsync");
+  EXPECT_EQ(allocation_conf_for_memory(std::string()), "backend:cudaMallocAsync");
+  EXPECT_EQ(allocation_conf_for_memory(std::string("max_split_size_mb:128")),
+            "max_split_size_mb:128,backend:cudaMallocAsync");
+  EXPECT_EQ(allocation_conf_for_memory(std::string("backend:cudaMallocAsync")), "backend:cudaMallocAsync");
+  EXPECT_EQ(allocation_conf_for_memory(std::string("backend:native,max_split_size_mb:64")), std::nullopt);
+}
+
 TEST(ProfileLauncher, SignalsSentToAttnprofReachTheCommand) {
   const std::filesystem::path out = fresh_dir("forward");
   std::filesystem::create_directories(out);
