@@ -253,16 +253,6 @@ std::string render_human(const DiffReport& r, const Style& style) {
 
 // ---- CSV ----
 
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char ch : text) {
-    if (ch == '"') quoted += '"';
-    quoted += ch;
-  }
-  return quoted + "\"";
-}
-
 std::string optional_number(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : ""; }
 
 std::string render_csv(const DiffReport& r) {

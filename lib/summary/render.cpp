@@ -68,6 +68,16 @@ std::string format_count(double per_iter) {
   return fmt::format("{:.2f}", per_iter);
 }
 
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char ch : text) {
+    if (ch == '"') quoted += '"';
+    quoted += ch;
+  }
+  return quoted + "\"";
+}
+
 std::string format_bytes(double bytes) {
   if (bytes >= 1 << 30) return fmt::format("{:.2f} GiB", bytes / (1 << 30));
   if (bytes >= 1 << 20) return fmt::format("{:.1f} MiB", bytes / (1 << 20));
@@ -503,16 +513,6 @@ std::string render_human(const RunSummary& s, const HumanStyle& style, const Fin
   out += style.paragraph(capture);
   if (s.interrupted) out += style.paragraph("the run was interrupted; cases not reached are marked interrupted");
   return out;
-}
-
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char ch : text) {
-    if (ch == '"') quoted += '"';
-    quoted += ch;
-  }
-  return quoted + "\"";
 }
 
 std::string render_csv(const RunSummary& s) {

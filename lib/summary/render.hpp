@@ -62,6 +62,8 @@ std::string format_microseconds(double us);
 std::string format_dims(const std::array<int, 3>& dims);
 std::string format_count(double per_iter);
 std::string format_bytes(double bytes);
+// A CSV field: quoted (quotes doubled) where it holds a comma, a quote or a newline (RFC 4180).
+std::string csv_cell(const std::string& text);
 // At most `width` characters: the end replaced by "..." (shorten), or the middle, which keeps
 // both a case label's backend and its shape (shorten_middle).
 std::string shorten(std::string_view text, std::size_t width);
